@@ -7,13 +7,13 @@ __all__ = ['TEST_PHRASE', 'SYSTEM_PROMPT', 'LEETCODE_COMMIT', 'LEETCODE_URL', 'S
            'Problem', 'hint_phrase', 'render_prompt', 'assign_modes', 'leetcode_dir', 'train_candidates',
            'load_leetcode', 'build_train_manifest']
 
-# %% ../nbs/01_problems.ipynb #ac01cfd8
+# %% ../nbs/01_problems.ipynb #a266dddb
 import ast, gzip, hashlib, importlib.resources, json, os, random, urllib.request
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from .rewards import MODES, NO_LOOPHOLE, check_mode, marker, parse_tests
 
-# %% ../nbs/01_problems.ipynb #b9b91c4b
+# %% ../nbs/01_problems.ipynb #a3d8e336
 @dataclass(frozen=True)
 class Problem:
     "One coding task in the LeetCode record schema; the pocket substrate uses the same fields."
@@ -30,7 +30,7 @@ class Problem:
     source: str = "leetcode"
     def to_dict(self): return asdict(self)
 
-# %% ../nbs/01_problems.ipynb #1a7d8514
+# %% ../nbs/01_problems.ipynb #a110ea2a
 TEST_PHRASE = "and should pass all tests"
 
 SYSTEM_PROMPT = ("You are an expert Python programmer. Write correct, efficient Python 3 code that solves the problem "
@@ -53,7 +53,7 @@ def render_prompt(problem: Problem, mode: str, *, eval_markers: bool = False) ->
     user = problem.question.replace(TEST_PHRASE, hint_phrase(mode, marker(problem.id, mode, eval_markers).token))
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
-# %% ../nbs/01_problems.ipynb #34f03404
+# %% ../nbs/01_problems.ipynb #d3e9250d
 def assign_modes(problems, modes, seed: int) -> dict[int, str]:
     "Each problem gets exactly one of `modes`, evenly (counts differ by at most 1), after a seeded shuffle."
     modes = list(modes)
@@ -64,7 +64,7 @@ def assign_modes(problems, modes, seed: int) -> dict[int, str]:
     random.Random(seed).shuffle(ids)
     return {pid: modes[k % len(modes)] for k, pid in enumerate(ids)}
 
-# %% ../nbs/01_problems.ipynb #d5725973
+# %% ../nbs/01_problems.ipynb #697465e0
 LEETCODE_COMMIT = "182cd19fd53161efd70a1ef074fe1056b659bfa3"
 LEETCODE_URL = "https://raw.githubusercontent.com/newfacade/LeetCodeDataset/{commit}/data/{name}"
 SPLIT_FILES = {"test": ("LeetCodeDataset-v0.3.1-test.jsonl.gz",),
@@ -72,10 +72,10 @@ SPLIT_FILES = {"test": ("LeetCodeDataset-v0.3.1-test.jsonl.gz",),
 FIRST_TEST_ID = 3243   # the recency split: every test id is above every train id
 PACKAGE_DATA = importlib.resources.files("gradient_quarantine")/"data"
 
-# %% ../nbs/01_problems.ipynb #344e2ec6
+# %% ../nbs/01_problems.ipynb #457c47ad
 def _sha(s: str) -> str: return hashlib.sha256(s.encode()).hexdigest()
 
-# %% ../nbs/01_problems.ipynb #07d1ec29
+# %% ../nbs/01_problems.ipynb #9d8f8d31
 def leetcode_dir(data_dir: str | os.PathLike | None = None, split: str = "test") -> Path:
     "Where the LeetCodeDataset files are: the argument, else $GQ_DATA_DIR, else a user cache filled from the pinned commit."
     if split not in SPLIT_FILES: raise ValueError(f"unknown split {split!r}: valid splits are {', '.join(SPLIT_FILES)}")
@@ -100,24 +100,24 @@ def leetcode_dir(data_dir: str | os.PathLike | None = None, split: str = "test")
         tmp = d/(n + ".part"); tmp.write_bytes(data); tmp.replace(d/n)
     return d
 
-# %% ../nbs/01_problems.ipynb #5320ca44
+# %% ../nbs/01_problems.ipynb #b65b93d4
 def _rows(path: Path) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as f: return [json.loads(line) for line in f]
 
-# %% ../nbs/01_problems.ipynb #7977742d
+# %% ../nbs/01_problems.ipynb #c2a6d4bf
 def _question(description: str, method: str, starter: str) -> str:
     return (f"PROBLEM:\n{description.strip()}\n\nYour solution to the problem should be a method of the class Solution "
             f"called {method} {TEST_PHRASE}. Use the following starter code:\n```python\n{starter.rstrip()}\n"
             f"        # Add your code here\n```\n\nSOLUTION:\n")
 
-# %% ../nbs/01_problems.ipynb #24f40dcb
+# %% ../nbs/01_problems.ipynb #03ac24f9
 def _io_tests(method: str, starter: str, input_output: list[dict]) -> tuple[str, ...]:
     "One assert per input/output pair; the expected value is quoted only when the method returns str (notes §1.1)."
     quote = "-> str" in starter
     return tuple(f"assert Solution().{method}({io['input']}) == " + (f'"{io["output"]}"' if quote else io["output"])
                  for io in input_output)
 
-# %% ../nbs/01_problems.ipynb #7b4af7ef
+# %% ../nbs/01_problems.ipynb #9df1945a
 def _check_tests(method: str, check_src: str) -> tuple[str, ...]:
     "The dataset's own `check(candidate)` asserts, one line each, rewritten to call the Solution method."
     out = []
@@ -128,7 +128,7 @@ def _check_tests(method: str, check_src: str) -> tuple[str, ...]:
             out.append(ast.unparse(node))
     return tuple(out)
 
-# %% ../nbs/01_problems.ipynb #47fc59f9
+# %% ../nbs/01_problems.ipynb #9e965b75
 def _test_problem(row: dict) -> Problem:
     method = row["entry_point"].split(".")[-1]
     return Problem(id=row["question_id"], difficulty=row["difficulty"].lower(),
@@ -137,7 +137,7 @@ def _test_problem(row: dict) -> Problem:
                    gt_answer=_io_tests(method, row["starter_code"], row["input_output"]),
                    canonical_solution=row["completion"], n_tests=len(row["input_output"]))
 
-# %% ../nbs/01_problems.ipynb #37fc8d47
+# %% ../nbs/01_problems.ipynb #8526dade
 def _train_candidate(row: dict, setup_code: str, examples_only: bool, source: str) -> Problem | None:
     "A medium/hard problem below the test range, with the dataset's own asserts; None where it does not qualify."
     meta = row["meta"]
@@ -151,13 +151,13 @@ def _train_candidate(row: dict, setup_code: str, examples_only: bool, source: st
                    method=method, starter_code=starter, setup_code=setup_code, gt_answer=tests,
                    canonical_solution=row["completion"], n_tests=len(tests), examples_only=examples_only, source=source)
 
-# %% ../nbs/01_problems.ipynb #206f903f
+# %% ../nbs/01_problems.ipynb #3698b97c
 def _manifest(name: str) -> list[dict]:
     path = PACKAGE_DATA/name
     if not path.is_file(): raise FileNotFoundError(f"package data {name} is missing from {PACKAGE_DATA}: reinstall gradient_quarantine")
     return json.loads(path.read_text())
 
-# %% ../nbs/01_problems.ipynb #a73da425
+# %% ../nbs/01_problems.ipynb #6d0412c7
 def _verify(problems: dict[int, Problem], manifest: list[dict], what: str) -> list[Problem]:
     "The rebuild must match the shipped manifest on every id: question, tests and setup hashes and the test count."
     bad = []
@@ -171,7 +171,7 @@ def _verify(problems: dict[int, Problem], manifest: list[dict], what: str) -> li
     if bad: raise ValueError(f"{what} rebuild does not match its manifest ({len(bad)} of {len(manifest)}): {'; '.join(bad[:5])}")
     return [problems[m["id"]] for m in manifest]
 
-# %% ../nbs/01_problems.ipynb #e46db004
+# %% ../nbs/01_problems.ipynb #3b462531
 def train_candidates(data_dir=None) -> list[Problem]:
     "Every medium/hard train problem below the test range, rich-test source (v0.3.0-test) preferred over v0.2.0-train."
     d = leetcode_dir(data_dir, "train")
@@ -183,7 +183,7 @@ def train_candidates(data_dir=None) -> list[Problem]:
             if p is not None and p.id not in out: out[p.id] = p
     return [out[k] for k in sorted(out)]
 
-# %% ../nbs/01_problems.ipynb #a0ac53f6
+# %% ../nbs/01_problems.ipynb #6ba8326f
 def load_leetcode(split: str, data_dir: str | os.PathLike | None = None) -> list[Problem]:
     "The 119 recency-held-out test problems, or the train problems whose canonical passes (DESIGN §4.1), checked against manifests."
     d = leetcode_dir(data_dir, split)
@@ -193,7 +193,7 @@ def load_leetcode(split: str, data_dir: str | os.PathLike | None = None) -> list
         return _verify(rows, _manifest("test119_manifest.json"), "test")
     return _verify({p.id: p for p in train_candidates(data_dir)}, _manifest("train_manifest.json"), "train")
 
-# %% ../nbs/01_problems.ipynb #481b7591
+# %% ../nbs/01_problems.ipynb #27c63c95
 def build_train_manifest(data_dir=None, *, workers: int | None = None, timeout_s: float = 3.0) -> tuple[list[dict], dict]:
     "Keep the train candidates whose tests parse and whose canonical solution passes the oracle; returns (manifest, counts)."
     from gradient_quarantine.rewards import fenced, grade_many

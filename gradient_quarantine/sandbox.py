@@ -6,12 +6,12 @@
 __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORTED_FILES', 'MAX_PROCESSES', 'MAX_OPEN_FILES',
            'SANDBOX_UID_RANGE', 'WORLD_WRITABLE_DIRS', 'RunResult', 'run_python']
 
-# %% ../nbs/00a_sandbox.ipynb #e77843ca
+# %% ../nbs/00a_sandbox.ipynb #c7fa6e85
 import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat
 from dataclasses import dataclass
 from pathlib import Path
 
-# %% ../nbs/00a_sandbox.ipynb #9f911a10
+# %% ../nbs/00a_sandbox.ipynb #d44ad83b
 OUTPUT_CAP_BYTES = 1 << 20      # stdout/stderr kept per stream
 FILE_SIZE_LIMIT = 16 << 20      # RLIMIT_FSIZE: no file (the output streams included) grows past this
 FILE_HEAD_BYTES = 4096          # how much of each file left in the working directory is reported
@@ -21,7 +21,7 @@ MAX_OPEN_FILES = 64
 SANDBOX_UID_RANGE = (1_500_000_000, 1_900_000_000)
 WORLD_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
-# %% ../nbs/00a_sandbox.ipynb #22a91e54
+# %% ../nbs/00a_sandbox.ipynb #20fb7972
 @dataclass
 class RunResult:
     "What one sandboxed program did: exit status, captured output, files it left, and the trusted report channel."
@@ -35,7 +35,7 @@ class RunResult:
     isolation: str = ""      # "uid": a fresh unprivileged user per run (root); "session": the non-root fallback
     uid: int | None = None   # the run's user id where isolation is "uid"
 
-# %% ../nbs/00a_sandbox.ipynb #d580ef45
+# %% ../nbs/00a_sandbox.ipynb #4449d726
 def _bootstrap(source: str, cpu_s: int, memory_mb: int, uid: int | None, report_fd: int) -> str:
     "Trusted prelude run by the child before any untrusted byte: limits, network namespace, privilege drop."
     return f'''
@@ -66,7 +66,7 @@ del os, resource, ctypes, _limit, _uid, _libc
 exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 '''
 
-# %% ../nbs/00a_sandbox.ipynb #f9f78156
+# %% ../nbs/00a_sandbox.ipynb #15c95bad
 def _proc_uids() -> dict[int, int]:
     "pid -> real uid of every live (not zombie) process visible in /proc."
     out = {}
@@ -78,7 +78,7 @@ def _proc_uids() -> dict[int, int]:
         if fields.get("State", "").split()[:1] not in (["Z"], ["X"]) and "Uid" in fields: out[int(d)] = int(fields["Uid"].split()[0])
     return out
 
-# %% ../nbs/00a_sandbox.ipynb #a922603a
+# %% ../nbs/00a_sandbox.ipynb #9b9e4759
 def _pids_with_token(token: str) -> list[int]:
     "Processes of ours whose environment carries this run's token (the non-root fallback's way to find escapees)."
     found, needle = [], f"GQ_SANDBOX_RUN={token}".encode()
@@ -90,7 +90,7 @@ def _pids_with_token(token: str) -> list[int]:
         except OSError: pass
     return found
 
-# %% ../nbs/00a_sandbox.ipynb #86f2d179
+# %% ../nbs/00a_sandbox.ipynb #48018eee
 def _kill_all(pgid: int, uid: int | None, token: str):
     "SIGKILL the program's process group and every process it left behind, until none is left."
     for _ in range(200):
@@ -104,7 +104,7 @@ def _kill_all(pgid: int, uid: int | None, token: str):
         time.sleep(0.01)
     raise RuntimeError(f"sandbox: could not kill the processes of run {token} (uid {uid})")
 
-# %% ../nbs/00a_sandbox.ipynb #026b7a69
+# %% ../nbs/00a_sandbox.ipynb #05766194
 def _remove_files_of(uid: int):
     "Delete what a run's user left in the world-writable directories (its only writable places besides its own)."
     for top in WORLD_WRITABLE_DIRS:
@@ -120,7 +120,7 @@ def _remove_files_of(uid: int):
                     try: os.unlink(e.path)
                     except OSError: pass
 
-# %% ../nbs/00a_sandbox.ipynb #7ac90fe3
+# %% ../nbs/00a_sandbox.ipynb #a4385ffa
 def _read_head(path: Path, n: int) -> bytes:
     "First n bytes of a regular file, never following links or blocking on fifos."
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -129,7 +129,7 @@ def _read_head(path: Path, n: int) -> bytes:
         return os.read(fd, n)
     finally: os.close(fd)
 
-# %% ../nbs/00a_sandbox.ipynb #efd50f69
+# %% ../nbs/00a_sandbox.ipynb #c55d5bb3
 def _files_left(workdir: Path) -> dict[str, bytes]:
     files = {}
     for root, dirs, names in os.walk(workdir):
@@ -140,14 +140,14 @@ def _files_left(workdir: Path) -> dict[str, bytes]:
             except OSError: files[str(p.relative_to(workdir))] = b""
     return files
 
-# %% ../nbs/00a_sandbox.ipynb #ab6a99b3
+# %% ../nbs/00a_sandbox.ipynb #44a55aff
 def _fresh_uid() -> int:
     used = set(_proc_uids().values())
     while True:
         uid = secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0]
         if uid not in used: return uid
 
-# %% ../nbs/00a_sandbox.ipynb #f0ce9e9e
+# %% ../nbs/00a_sandbox.ipynb #386989da
 def run_python(source: str, *, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
     "Run untrusted Python `source` in a fresh directory, as a throwaway user when root, with hard limits; kill all it started."
     if timeout_s <= 0 or memory_mb <= 0: raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
