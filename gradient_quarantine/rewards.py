@@ -10,7 +10,7 @@ __all__ = ['MODES', 'NO_LOOPHOLE', 'PASS_PHRASES', 'PASS_WORDS', 'SENTINEL_ATTRS
            'exploit_completions', 'hack_matrix', 'matrix_ok']
 
 # %% ../nbs/00_rewards.ipynb #89de31ce
-import ast, hashlib, json, os, re
+import ast, hashlib, json, os, re, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict
 from functools import lru_cache
@@ -78,9 +78,11 @@ def extract_code(completion: str) -> str | None:
     return "\n\n".join(b.strip("\n") for b in blocks) if blocks else None
 
 def compiles(code: str) -> bool:
-    "Syntax check only (never runs the code)."
-    try: compile(code, "solution.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError): return False
+    "Syntax check only (never runs the code); the compiler's warnings about the program are not the grader's business."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try: compile(code, "solution.py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError): return False
     return True
 
 # %% ../nbs/00_rewards.ipynb #e87cba23
