@@ -123,3 +123,15 @@ class DirectionSchedule:
             self.last_overlap = overlap(new, self.direction) if self.direction is not None else float("nan")
             self.grads, self.direction, self.refreshed_at = grads, new, update
         return self.direction, self.grads
+
+    def state_dict(self) -> dict:
+        "What a checkpoint needs to continue exactly: the current direction, when it was read, the last overlap."
+        d = self.direction
+        return {"vectors": None if d is None else {n: v.cpu() for n, v in d.vectors.items()}, "pair_ids": d.pair_ids if d else (),
+                "key": d.key if d else "", "refreshed_at": self.refreshed_at, "last_overlap": self.last_overlap}
+
+    def load_state_dict(self, state: dict):
+        dev = next(iter(self.knobs.layers.values())).deployed.device
+        self.direction = None if state["vectors"] is None else Direction(
+            {n: v.to(dev) for n, v in state["vectors"].items()}, "pairs", tuple(state["pair_ids"]), state["key"])
+        self.refreshed_at, self.last_overlap = state["refreshed_at"], state["last_overlap"]

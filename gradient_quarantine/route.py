@@ -90,7 +90,7 @@ class Router:
     def __init__(self, knobs, gate, granularity: str = "rollout"):
         if granularity not in GRANULARITIES: raise ValueError(f"unknown granularity {granularity!r}: valid are {', '.join(GRANULARITIES)}")
         self.knobs, self.gate, self.granularity = knobs, gate, granularity
-        self.signs, self._d, self._q, self._f = None, {}, {}, {}
+        self.signs, self._d, self._q, self._f, self._rollout_f = None, {}, {}, {}, []
 
     def set_advantages(self, advantages: torch.Tensor):
         "The advantages of the rollouts in the next backward (B,): only their signs are used."
@@ -109,6 +109,13 @@ class Router:
         self._d[n], self._q[n] = self._d.get(n, 0) + d, self._q.get(n, 0) + q
         fs, cnt = self._f.get(n, (0.0, 0))
         self._f[n] = (fs + f[live].sum().item(), cnt + int(live.sum()))
+        self._rollout_f.append(f if f.dim() == 1 else (f * live).sum(1) / live.sum(1).clamp(min=1))   # (B,)
+
+    def take_rollout_fractions(self) -> torch.Tensor | None:
+        "Per rollout of the backward passes since the last call: routed fraction averaged over layers (and tokens)."
+        out = torch.stack(self._rollout_f).mean(0) if self._rollout_f else None
+        self._rollout_f = []
+        return out
 
     @torch.no_grad()
     def apply(self):
