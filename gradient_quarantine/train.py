@@ -6,7 +6,7 @@
 __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'PRESET_VALUES', 'SMOKE_ANSWERS', 'LABEL_FIELDS', 'Config', 'resolve_config',
            'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts',
            'write_json', 'read_jsonl', 'append_jsonl', 'truncate_log', 'default_run_dir', 'reference_frout',
-           'NonFiniteLoss', 'Trainer', 'training_figure']
+           'NonFiniteLoss', 'Trainer', 'training_figure', 'run_checkpoints', 'load_config', 'open_run']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
@@ -449,3 +449,27 @@ def training_figure(run_dir):
     fig.update_layout(title=f"Training: {Path(run_dir).name}", xaxis_title="optimizer updates completed", yaxis=dict(title="rate", range=[0, 1]),
                       yaxis2=dict(title="reward", overlaying="y", side="right"), height=380, margin=dict(t=40))
     return fig
+
+# %% ../nbs/05_train.ipynb #5576ca53
+def run_checkpoints(run_dir) -> list[int]:
+    "Updates with a saved knob checkpoint, ascending."
+    return sorted(int(p.name[7:11]) for p in (Path(run_dir)/"checkpoints").glob("update_*.safetensors"))
+
+def load_config(run_dir) -> Config:
+    raw = json.loads((Path(run_dir)/"config.json").read_text())
+    return Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+
+def open_run(run_dir, update: int | None = None):
+    "A run's config, policy, tokenizer and knobs loaded at a checkpoint (default: the latest), and its test problems with modes."
+    from types import SimpleNamespace
+    cfg = load_config(run_dir)
+    done = run_checkpoints(run_dir)
+    if not done: raise FileNotFoundError(f"{run_dir} has no checkpoint")
+    update = done[-1] if update is None else update
+    if update not in done: raise FileNotFoundError(f"{run_dir} has no checkpoint for update {update} (has {done})")
+    train, test = load_substrate(cfg)
+    model, tok = load_policy(cfg, train)
+    knobs = attach_knobs(model, model_id=cfg.model)
+    knobs.load(Path(run_dir)/"checkpoints"/f"update_{update:04d}.safetensors")
+    return SimpleNamespace(cfg=cfg, model=model, tok=tok, knobs=knobs, update=update, test_problems=test,
+                           test_modes=assign_modes(test, cfg.modes, cfg.mode_seed))
