@@ -19,7 +19,7 @@ from .evaluate import Sampling, evaluate, generate
 from .pairs import load_pairs
 from .problems import assign_modes, load_leetcode, render_prompt
 from .rewards import MODES, NO_LOOPHOLE, check_mode, grade_many
-from .route import BandGate, MatchedGate, Router, UniformGate, calibrate_band
+from .route import BandGate, MatchedGate, Router, UniformGate, as_global, calibrate_band
 from .tokens import encode_completion, encode_prompt, make_batch, token_logprobs, train_bpe_tokenizer
 
 # %% ../nbs/05_train.ipynb #2c8a869d
@@ -60,7 +60,8 @@ class Config:
     clip_eps: float = 0.2
     std_advantage: bool = False           # divide advantages by max(std, std_floor)
     std_floor: float = 0.1
-    band_stat: str = "p75"
+    band_stat: str = "p75"                # band edges: "p75" | "mean" | "minmax"
+    gate_scope: str = "layer"             # cosine per "layer" or "global" (all layers side by side; per rollout only)
     direction_k: int = 1
     checkpoint_every: int = 10
     micro_batch: int = 16                 # rollouts per backward pass
@@ -96,6 +97,8 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     cfg = Config(preset=preset, **values)
     _valid("arm", cfg.arm, ARMS); _valid("granularity", cfg.granularity, ("rollout", "token"))
     _valid("substrate", cfg.substrate, ("authored", "leetcode", "pocket")); _valid("dtype", cfg.dtype, ("float32", "bfloat16"))
+    _valid("band_stat", cfg.band_stat, ("p75", "mean", "minmax")); _valid("gate_scope", cfg.gate_scope, ("layer", "global"))
+    if cfg.gate_scope == "global" and cfg.granularity == "token": raise ValueError("gate_scope='global' needs granularity='rollout'")
     for m in cfg.modes + cfg.pair_modes: check_mode(m)
     if cfg.arm in ("random_v", "uniform") and not cfg.reference_run:
         raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a route2b run>")
@@ -278,8 +281,9 @@ class Trainer:
         self.band, self.band_key, self.data_rng = None, None, random.Random(cfg.seed)
         if cfg.arm == "random_v":
             self.random_v = random_direction(self.knobs, cfg.seed)
-            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs), self.random_v, cfg.band_stat)
+            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs), self.random_v, cfg.band_stat, cfg.gate_scope)
             self.random_width = {n: band.upper[n] - band.lower[n] for n in band.lower}
+            if cfg.gate_scope == "global": self.random_v = as_global(self.random_v)
         if cfg.arm in ("random_v", "uniform"):
             self.ref_frout = reference_frout(cfg.reference_run)
             if len(self.ref_frout) < cfg.steps: raise ValueError(f"reference run has {len(self.ref_frout)} updates, this run needs {cfg.steps}")
@@ -290,8 +294,8 @@ class Trainer:
         if cfg.arm == "route2b":
             direction, grads = self.directions.at(update - 1)
             if direction.key != self.band_key:                 # a fresh direction: recalibrate the band on the pairs
-                self.band, self.band_key = calibrate_band(grads, direction, cfg.band_stat), direction.key
-            return BandGate(direction, self.band)
+                self.band, self.band_key = calibrate_band(grads, direction, cfg.band_stat, cfg.gate_scope), direction.key
+            return BandGate(as_global(direction) if cfg.gate_scope == "global" else direction, self.band)
         if cfg.arm == "random_v": return MatchedGate(self.random_v, self.random_width, self.ref_frout[update - 1])
         if cfg.arm == "uniform": return UniformGate(sum(self.ref_frout[:cfg.steps]) / cfg.steps)
         return None
@@ -315,7 +319,7 @@ def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
     adv, live = group_advantages(R, std=cfg.std_advantage, std_floor=cfg.std_floor)
     A = adv.flatten()
     gate = self.gate(update)
-    router = Router(knobs, gate, cfg.granularity) if gate is not None else None
+    router = Router(knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
     denom = G * cfg.max_new_tokens * P
     active = [i for i in range(P * G) if live[i // G]]
     fractions, loss_sum, kl_sum, n_tok = torch.full((P * G,), float("nan")), 0.0, 0.0, 0
@@ -333,7 +337,7 @@ def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
             loss = tl.sum() / denom
             if not torch.isfinite(loss): raise NonFiniteLoss(f"update {update}: loss is {loss.item()}")
             loss.backward()
-        if router is not None: fractions[rows] = router.take_rollout_fractions().cpu()
+        if router is not None: fractions[rows] = router.end_backward().cpu()
         loss_sum, kl_sum, n_tok = loss_sum + loss.item(), kl_sum + k3.sum().item(), n_tok + int(mask.sum())
     if router is not None: router.apply()
     t3 = time.perf_counter()
