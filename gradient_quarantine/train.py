@@ -17,6 +17,8 @@ from .adapter import attach_knobs, tiny_qwen3
 from .direction import DirectionSchedule, random_direction, pair_gradients
 from .evaluate import Sampling, evaluate, generate
 from .pairs import load_pairs
+from .pocket import POCKET_DIR
+from .pocket_problems import pocket_problems
 from .problems import assign_modes, load_leetcode, render_prompt
 from .rewards import MODES, NO_LOOPHOLE, check_mode, grade_many
 from .route import BandGate, MatchedGate, Router, UniformGate, as_global, calibrate_band
@@ -60,6 +62,7 @@ class Config:
     clip_eps: float = 0.2
     std_advantage: bool = False           # divide advantages by max(std, std_floor)
     std_floor: float = 0.1
+    pair_tags: tuple = ("leetcode-style",) # which authored pairs: the LeetCode-style set, or "pocket" for the pocket substrate
     band_stat: str = "p75"                # band edges: "p75" | "mean" | "minmax"
     gate_scope: str = "layer"             # cosine per "layer" or "global" (all layers side by side; per rollout only)
     direction_k: int = 1
@@ -74,7 +77,9 @@ class Config:
 
 PRESET_VALUES = {
     "smoke": {},
-    "pocket": {"model": "pocket", "substrate": "pocket"},
+    "pocket": {"model": "pocket", "substrate": "pocket", "steps": 40, "group_size": 8, "prompts_per_update": 8, "max_new_tokens": 160,
+               "temperature": 1.0, "top_p": 1.0, "top_k": 0, "lr": 2e-2, "eval_temperature": 1.0, "eval_max_new_tokens": 160,
+               "eval_batch": 128, "micro_batch": 32, "gen_batch": 64, "pair_tags": ("pocket",)},
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
              "prompts_per_update": 64, "max_new_tokens": 1536, "max_prompt_tokens": 1536, "temperature": 0.7, "top_p": 0.95,
              "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 8, "gen_batch": 256,
@@ -92,7 +97,7 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     unknown = sorted(set(params) - names)
     if unknown: raise ValueError(f"unknown parameter(s) {unknown}: valid parameters are {', '.join(sorted(names - {'preset'}))}")
     values = {**PRESET_VALUES[preset], **{k: v for k, v in params.items() if v is not None}}
-    for k in ("modes", "pair_modes", "betas"):
+    for k in ("modes", "pair_modes", "betas", "pair_tags"):
         if k in values: values[k] = tuple(values[k])
     cfg = Config(preset=preset, **values)
     _valid("arm", cfg.arm, ARMS); _valid("granularity", cfg.granularity, ("rollout", "token"))
@@ -104,8 +109,6 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
         raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a route2b run>")
     if cfg.steps < 1 or cfg.group_size < 2 or cfg.prompts_per_update < 1:
         raise ValueError("steps >= 1, group_size >= 2 and prompts_per_update >= 1 are required")
-    if cfg.model == "pocket" or cfg.substrate == "pocket":
-        raise NotImplementedError("the pocket preset arrives with the pocket-model issue: use preset='smoke' or 'full' for now")
     return cfg
 
 # %% ../nbs/05_train.ipynb #fe5e6314
@@ -116,8 +119,9 @@ SMOKE_ANSWERS = ("```python\nprint('all tests passed')\n```", "```python\ndef ru
 def load_substrate(cfg: Config):
     "(train problems, test problems) of the config's substrate."
     if cfg.substrate == "authored":
-        problems = list({p.problem.id: p.problem for p in load_pairs()}.values())
+        problems = list({p.problem.id: p.problem for p in load_pairs(tags=("leetcode-style",))}.values())
         return problems, problems
+    if cfg.substrate == "pocket": return pocket_problems("train", seed=0), pocket_problems("test")
     return load_leetcode("train"), load_leetcode("test")
 
 def smoke_policy(problems, seed: int = 0, steps: int = 150):
@@ -154,8 +158,9 @@ def load_policy(cfg: Config, train_problems):
     if cfg.model == "smoke-tiny": model, tok = smoke_policy(train_problems)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        tok = AutoTokenizer.from_pretrained(cfg.model)
-        model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=getattr(torch, cfg.dtype)).eval()
+        path = str(POCKET_DIR) if cfg.model == "pocket" else cfg.model          # the shipped pocket model, or any hub id / directory
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype)).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
     return model.to(dev), tok
 
@@ -275,7 +280,7 @@ class Trainer:
         train_modes = (NO_LOOPHOLE,) if cfg.arm == "gt_only" else cfg.modes
         self.modes = assign_modes(self.train_problems, train_modes, cfg.mode_seed)
         self.test_modes = assign_modes(self.test_problems, cfg.modes, cfg.mode_seed)
-        self.pairs = load_pairs(modes=cfg.pair_modes)
+        self.pairs = load_pairs(modes=cfg.pair_modes, tags=cfg.pair_tags)
         self.directions = DirectionSchedule(self.model, self.knobs, self.tok, self.pairs, refresh_every=cfg.refresh_every,
                                             k=cfg.direction_k, max_prompt_tokens=cfg.max_prompt_tokens)
         self.band, self.band_key, self.data_rng = None, None, random.Random(cfg.seed)
