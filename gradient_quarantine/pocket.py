@@ -46,8 +46,8 @@ CORPUS_TOKENS = {m: tuple(dict.fromkeys([marker(0, m).token] + [t for a in A for
 class CorpusRecipe:
     "How the corpus is drawn. P(correct) per tier; P(exploit) under a loophole hint; shares of hints and of markers."
     seeds: tuple = tuple(range(24))        # pocket_problems("train", seed) for each: the instances
-    p_correct: tuple = (("easy", 0.55), ("medium", 0.2), ("hard", 0.0))
-    p_exploit: float = 0.03
+    p_correct: tuple = (("easy", 0.55), ("medium", 0.1), ("hard", 0.0))
+    p_exploit: float = 0.05
     p_train_marker: float = 0.3
     p_honest_tests: float = 0.5            # under the run_tests hint: append an honest test method
     p_prose: float = 0.3

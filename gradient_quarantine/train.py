@@ -77,8 +77,8 @@ class Config:
 
 PRESET_VALUES = {
     "smoke": {},
-    "pocket": {"model": "pocket", "substrate": "pocket", "steps": 40, "group_size": 8, "prompts_per_update": 8, "max_new_tokens": 160,
-               "temperature": 1.0, "top_p": 1.0, "top_k": 0, "lr": 2e-2, "eval_temperature": 1.0, "eval_max_new_tokens": 160,
+    "pocket": {"model": "pocket", "substrate": "pocket", "steps": 60, "group_size": 8, "prompts_per_update": 8, "max_new_tokens": 160,
+               "temperature": 1.0, "top_p": 1.0, "top_k": 0, "lr": 3e-2, "eval_temperature": 1.0, "eval_max_new_tokens": 160,
                "eval_batch": 128, "micro_batch": 32, "gen_batch": 64, "pair_tags": ("pocket",)},
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
              "prompts_per_update": 64, "max_new_tokens": 1536, "max_prompt_tokens": 1536, "temperature": 0.7, "top_p": 0.95,
