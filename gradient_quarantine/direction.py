@@ -55,7 +55,8 @@ def pair_gradients(model, knobs: Knobs, tokenizer, pairs, *, chunk: int = 16, ma
     with knobs.quarantine_off():
         for side in ("hack", "clean"):
             comps = [encode_completion(tokenizer, getattr(p, side)) for p in pairs]
-            parts = [_mean_nll_grads(model, knobs, make_batch(prompts[i:i + chunk], comps[i:i + chunk], tokenizer.pad_token_id))
+            dev = next(model.parameters()).device
+            parts = [_mean_nll_grads(model, knobs, make_batch(prompts[i:i + chunk], comps[i:i + chunk], tokenizer.pad_token_id).to(dev))
                      for i in range(0, len(pairs), chunk)]
             sides[side] = {n: torch.cat([part[n] for part in parts]) for n in knobs.names}
     _CACHE[key] = out = PairGrads(sides["hack"], sides["clean"], tuple(p.id for p in pairs), key)

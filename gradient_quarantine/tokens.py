@@ -60,6 +60,8 @@ class Batch:
     attention_mask: torch.Tensor   # (B, T)
     completion_mask: torch.Tensor  # (B, T): 1 on completion tokens
     prompt_lengths: list[int]
+    def to(self, device) -> "Batch":
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.completion_mask.to(device), self.prompt_lengths)
 
 def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: int) -> Batch:
     "Concatenate each prompt with its completion and right-pad to the longest."

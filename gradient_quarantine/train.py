@@ -330,8 +330,7 @@ def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
     fractions, loss_sum, kl_sum, n_tok = torch.full((P * G,), float("nan")), 0.0, 0.0, 0
     for s in range(0, len(active), cfg.micro_batch):
         rows = active[s:s + cfg.micro_batch]
-        b = make_batch([prompts[i] for i in rows], [comps[i] for i in rows], tok.pad_token_id)
-        b = dataclasses.replace(b, **{k: getattr(b, k).to(model.device) for k in ("input_ids", "attention_mask", "completion_mask")})
+        b = make_batch([prompts[i] for i in rows], [comps[i] for i in rows], tok.pad_token_id).to(model.device)
         mask, a = b.completion_mask.float(), A[rows].to(model.device)
         with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
         ctx = knobs.collect(router) if router is not None else torch.enable_grad()
