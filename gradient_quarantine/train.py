@@ -32,7 +32,7 @@ ROUTED_ARMS = ("route2b", "random_v", "uniform")
 @dataclass
 class Config:
     "Everything one run uses. Presets set the defaults; see PRESET_VALUES."
-    preset: str = "smoke"
+    preset: str = "smoke"                 # the papermill entry point defaults to "pocket"
     arm: str = "route2b"
     granularity: str = "rollout"          # "rollout" | "token"
     seed: int = 0
