@@ -8,7 +8,10 @@ for spec in "$@"; do
 import sys, json
 from gradient_quarantine.train import Trainer, resolve_config, read_jsonl
 run_dir, kv = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
-kv = {k: json.loads(v) if v[:1] in "0123456789-[{tf" and v not in ("true", "false") else v for k, v in kv.items()}
+def value(v):
+    try: return json.loads(v)
+    except ValueError: return v                      # a bare word, e.g. granularity=token
+kv = {k: value(v) for k, v in kv.items()}
 res = Trainer(resolve_config(kv.pop("preset", "pocket"), run_dir=run_dir, **kv), progress=False).run()
 rows = read_jsonl(f"{run_dir}/metrics.jsonl")
 print("SUMMARY", run_dir.split("/")[-1], json.dumps({"hack_by_update": [round(r["train_hack"], 3) for r in rows],
