@@ -77,7 +77,7 @@ class Config:
 
 PRESET_VALUES = {
     "smoke": {},
-    "pocket": {"model": "pocket", "substrate": "pocket", "steps": 60, "group_size": 8, "prompts_per_update": 8, "max_new_tokens": 160,
+    "pocket": {"model": "pocket", "substrate": "pocket", "steps": 50, "group_size": 8, "prompts_per_update": 8, "max_new_tokens": 160,
                "temperature": 1.0, "top_p": 1.0, "top_k": 0, "lr": 3e-2, "eval_temperature": 1.0, "eval_max_new_tokens": 160,
                "eval_batch": 128, "micro_batch": 32, "gen_batch": 64, "pair_tags": ("pocket",)},
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
