@@ -7,8 +7,8 @@ __all__ = ['PairGrads', 'knob_digest', 'pairs_digest', 'pair_gradients', 'Direct
            'overlap', 'DirectionSchedule']
 
 # %% ../nbs/03_direction.ipynb #3aa9dad7
-import hashlib, math
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import dataclass
 import torch
 from .adapter import GradCapture, Knobs
 from .tokens import encode_prompt, encode_completion, make_batch, token_logprobs

@@ -6,7 +6,7 @@
 __all__ = ['STATES', 'Sampling', 'generate', 'knob_state', 'summarize', 'evaluate', 'monitoring_subset']
 
 # %% ../nbs/06_eval.ipynb #b1be5afc
-import contextlib, json, math, os, random
+import contextlib, random
 from dataclasses import dataclass, asdict
 import torch
 from .problems import render_prompt

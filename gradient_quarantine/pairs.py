@@ -7,7 +7,7 @@ __all__ = ['PAIRS_FILE', 'Pair', 'load_pairs']
 
 # %% ../nbs/01a_pairs.ipynb #df966f8a
 import importlib.resources, json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from .problems import Problem, render_prompt
 from .rewards import MODES, check_mode
 

@@ -8,7 +8,7 @@ __all__ = ['CORPUS_TOKENS', 'PROSE', 'POCKET_ARCH', 'POCKET_VOCAB', 'POCKET_DIR'
            'pocket_model', 'TrainRecipe', 'encode_corpus', 'train_lm', 'build_pocket', 'pocket_pair_records']
 
 # %% ../nbs/08_pocket.ipynb #a59b9ce4
-import hashlib, importlib.resources, json, math, os, random, time
+import hashlib, importlib.resources, json, math, random, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import torch
@@ -16,7 +16,7 @@ from .pocket_problems import family_of, pocket_families, pocket_problems, pocket
 from .problems import TEST_PHRASE, hint_phrase, render_prompt
 from .rewards import (EVAL_RESULT_FILES, EVAL_SENTINEL_ATTRS, EVAL_STDOUT_PHRASES, EVAL_TEST_FUNCTIONS, MODES,
                                          NO_LOOPHOLE, fenced, marker)
-from .tokens import encode_completion, encode_prompt, make_batch, token_logprobs, train_bpe_tokenizer
+from .tokens import encode_completion, encode_prompt, make_batch, train_bpe_tokenizer
 
 # %% ../nbs/08_pocket.ipynb #d10e8861
 _WORDS = {   # eval markers are new combinations of these words, never one of the combinations below

@@ -8,7 +8,7 @@ __all__ = ['BAND_STATS', 'SCOPES', 'GRANULARITIES', 'Band', 'cosines', 'as_globa
 
 # %% ../nbs/04_route.ipynb #1554f0ce
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import torch
 from .direction import Direction, PairGrads
 

@@ -10,7 +10,7 @@ __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'PRESET_VALUES', 'SMOKE_ANSWERS', '
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import torch
 from .adapter import attach_knobs, tiny_qwen3
