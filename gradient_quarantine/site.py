@@ -6,8 +6,8 @@
 __all__ = ['PAGE_SUFFIXES', 'PLOTLY_MIME', 'CHROMIUM', 'CHROMIUM_ARGS', 'INSTALL_HINT', 'load_config', 'page_out', 'list_pages',
            'directives', 'strip_directives', 'prepare_notebook', 'plotly_html', 'strip_remote', 'offline_outputs',
            'remote_refs', 'render_markdown', 'page_title', 'resolve_link', 'rewrite_links', 'site_nav', 'nav_files',
-           'nav_html', 'plotly_js', 'site_css', 'toc_html', 'render_page', 'page_html', 'build_site', 'main',
-           'require_browser', 'serve', 'check_pages']
+           'nav_html', 'plotly_js', 'site_css', 'notebook_front_matter', 'executes', 'execute_page', 'toc_html',
+           'render_page', 'page_html', 'build_site', 'main', 'require_browser', 'serve', 'check_pages']
 
 # %% ../nbs/91_site.ipynb #90d5b7ae
 import argparse, contextlib, copy, fnmatch, functools, html, http.server, importlib.resources, itertools, json, os, posixpath, re, shutil, threading
@@ -309,6 +309,38 @@ blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:
 .output_html{overflow-x:auto} img{max-width:100%}
 """
 
+# %% ../nbs/91_site.ipynb #6b8f8cae
+def _execute_flag(meta) -> bool | None:
+    ex = meta.get("execute") if isinstance(meta, dict) else None
+    return bool(ex["enabled"]) if isinstance(ex, dict) and "enabled" in ex else None
+
+def notebook_front_matter(nb) -> dict:
+    "A notebook's YAML front matter: its first cell when that is a raw cell holding `---`-delimited YAML, as Quarto reads it; else {}."
+    if nb.cells and nb.cells[0].cell_type == "raw":
+        m = _FRONT.match(nb.cells[0].source.strip() + "\n")
+        if m: return yaml.safe_load(m.group(1)) or {}
+    return {}
+
+def executes(src: str, root, nb=None) -> bool:
+    "Whether notebook page `src` runs at build time: `execute.enabled` of its front matter, else of the nearest `_metadata.yml` from its folder up to `root`; off by default."
+    if not src.endswith(".ipynb"): return False
+    flag = _execute_flag(notebook_front_matter(nb)) if nb is not None else None
+    if flag is not None: return flag
+    root = Path(root).resolve(); folder = (root/src).parent
+    while True:
+        if (folder/"_metadata.yml").is_file() and (flag := _execute_flag(yaml.safe_load((folder/"_metadata.yml").read_text()))) is not None: return flag
+        if folder == root or folder == folder.parent: return False
+        folder = folder.parent
+
+def execute_page(nb, path, timeout_s: int = 900):
+    "Run notebook `nb` (the page at `path`) top to bottom in its folder with a fresh python3 kernel; a failing cell raises naming the page."
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    nb = copy.deepcopy(nb)
+    try: NotebookClient(nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    except CellExecutionError as e: raise RuntimeError(f"{path}: executing the page failed: {str(e)[-2000:]}") from None
+    return nb
+
 # %% ../nbs/91_site.ipynb #71026671
 def _slug(text: str) -> str: return re.sub(r"[^\w-]+", "-", text).strip("-") or "section"
 
@@ -324,12 +356,14 @@ def toc_html(body: str) -> str:
         items.append(f'<li class="toc-h{lvl}"><a href="#{hid}">{html.escape(text)}</a></li>')
     return f'<aside class="toc"><div class="toc-title">On this page</div><ul>{"".join(items)}</ul></aside>' if items else ""
 
-def render_page(src: str, root, exporter=None) -> str:
-    "The HTML body of page `src` under `root`: a notebook through nbconvert (not executed, see `prepare_notebook`), markdown through `render_markdown`."
+def render_page(src: str, root, exporter=None, nb=None) -> str:
+    "The HTML body of page `src` under `root`: a notebook through nbconvert (as stored, or `nb`: its executed copy; see `prepare_notebook`), markdown through `render_markdown`."
     path = Path(root)/src
     if src.endswith(".ipynb"):
         exporter = exporter or HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
-        body, _ = exporter.from_notebook_node(prepare_notebook(nbformat.read(path, as_version=4)))
+        nb = nb if nb is not None else nbformat.read(path, as_version=4)
+        if notebook_front_matter(nb): nb = copy.copy(nb); nb.cells = nb.cells[1:]        # front matter configures, it is not content
+        body, _ = exporter.from_notebook_node(prepare_notebook(nb))
     else: body = _heading_ids(render_markdown(path.read_text(encoding="utf-8")))
     return body
 
@@ -353,6 +387,8 @@ def build_site(root=".", out=None) -> list[Path]:
     out = Path(out) if out is not None else root/((cfg.get("project") or {}).get("output-dir") or "_site")
     pages = list_pages(root, cfg)
     content = {p: nbformat.read(root/p, as_version=4) if p.endswith(".ipynb") else (root/p).read_text(encoding="utf-8") for p in pages}
+    for p in pages:
+        if p.endswith(".ipynb") and executes(p, root, content[p]): content[p] = execute_page(content[p], root/p)
     titles = {p: page_title(p, c) for p, c in content.items()}
     nav = site_nav(cfg, pages, titles, root)
     fmt = cfg.get("format") if isinstance(cfg.get("format"), dict) else {}
@@ -364,7 +400,7 @@ def build_site(root=".", out=None) -> list[Path]:
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     written = []
     for p in pages:
-        body = rewrite_links(render_page(p, root, exporter), p, root, out)
+        body = rewrite_links(render_page(p, root, exporter, content[p] if p.endswith(".ipynb") else None), p, root, out)
         doc = page_html(body, p, titles[p], nav, pages, toc)
         if bad := remote_refs(doc): raise ValueError(f"{p}: the page would fetch from the network: {bad[:5]}")
         dest = out/page_out(p)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One call of the issue-8 grid on a lent GPU machine: set a fresh machine up from the last snapshot (.gridsnap/state.tar.gz),
+# keep scripts/run_grid.py running in its own session, wait up to SECONDS, then write snapshots to $OUT (scripts/grid_snapshot.py).
+# Usage, from the repository root on the device:  bash scripts/grid_session.sh 540
+set -u
+secs=${1:-540}
+work=/root/gq
+if [ ! -d /tmp/site/papermill ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+fi
+export PYTHONPATH=/tmp/site:$work PYTHONUNBUFFERED=1
+if [ ! -d $work ]; then
+  mkdir -p $work && cp -r $(ls -A | grep -v -E '^(\.whl|\.git|\.gridsnap|runs)$') $work/ && mkdir -p $work/runs/grid_logs
+  if [ -f .gridsnap/state.tar.gz ]; then tar xzf .gridsnap/state.tar.gz -C $work; echo "restored $(ls $work/runs | wc -l) entries"; fi
+fi
+cp -r nbs scripts $work/                      # notebook fixes reach the next papermill call (never the runs)
+cd $work
+if [ ! -f runs/monitoring_pocket_117.json ] && ! pgrep -f "runs/base_pocket.ipynb" >/dev/null; then
+  setsid nohup python3 -m papermill nbs/06_eval.ipynb runs/base_pocket.ipynb --no-progress-bar --log-output \
+    -y '{"preset": "pocket", "out": "runs/base_pocket/eval/base.json", "monitoring_n": 117, "subset_out": "runs/monitoring_pocket_117.json"}' \
+    > runs/grid_logs/base_pocket.log 2>&1 < /dev/null &
+fi
+if ! pgrep -f scripts/run_grid.py >/dev/null; then
+  if grep -q "grid done: .* 0 failed" runs/grid_logs/grid.out 2>/dev/null; then echo "GRID DONE"
+  else setsid nohup python3 scripts/run_grid.py --jobs 12 >> runs/grid_logs/grid.out 2>&1 < /dev/null & fi
+fi
+if [ ! -f runs/grid_logs/pocket_base_rates_k8.json ] && ! pgrep -f pocket_base_rates.py >/dev/null; then
+  setsid nohup python3 scripts/pocket_base_rates.py --model gradient_quarantine/pocket_model --samples 8 \
+    --out runs/grid_logs/pocket_base_rates_k8.json > runs/grid_logs/base_rates.out 2>&1 < /dev/null &
+fi
+sleep 5
+end=$((SECONDS + secs))
+while [ $SECONDS -lt $end ] && pgrep -f scripts/run_grid.py >/dev/null; do sleep 10; done
+python3 scripts/grid_snapshot.py runs "$OUT"
+tail -4 runs/grid_logs/grid.out; grep -c . runs/grid_logs/grid.out; uptime
