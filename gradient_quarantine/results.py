@@ -10,7 +10,7 @@ __all__ = ['SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', 'SOLVE_MARGIN
            'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table', 'curve_stats', 'curves_figure', 'tradeoff_figure',
            'tables']
 
-# %% ../nbs/90_results.ipynb #6d441d56
+# %% ../nbs/90_results.ipynb #b1dd797e
 import json, math, statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -18,7 +18,7 @@ from pathlib import Path
 from .rewards import MODES
 from .train import read_jsonl
 
-# %% ../nbs/90_results.ipynb #f8830f46
+# %% ../nbs/90_results.ipynb #c79eb7fe
 @dataclass
 class Run:
     "One run directory's artifacts: config, completion, final evaluations (summaries), metrics rows and eval-curve rows."
@@ -53,7 +53,7 @@ def load_runs(runs_dir) -> list[Run]:
     if not runs_dir.is_dir(): return []
     return [load_run(p) for p in sorted(runs_dir.iterdir()) if (p/"config.json").exists()]
 
-# %% ../nbs/90_results.ipynb #8e8a7a1e
+# %% ../nbs/90_results.ipynb #3d83937d
 def cell_of(config: dict) -> str:
     "The grid cell of a run config, e.g. 'vanilla', 'route2b/token', 'route2b/rollout/frozen', 'route2b/rollout/pairs=run_tests+stdout_marker'."
     arm, g = config["arm"], config["granularity"]
@@ -71,7 +71,7 @@ def held_out_modes(cell: str, modes=MODES) -> tuple:
     inside = cell.split("/pairs=")[1].split("+")
     return tuple(m for m in modes if m not in inside)
 
-# %% ../nbs/90_results.ipynb #16e7844a
+# %% ../nbs/90_results.ipynb #24ab10f3
 SEEDS, REFERENCE_SEEDS = (41, 42, 43, 44, 45), (41, 42, 43)
 HELD_OUT_SPLITS = (("run_tests", "stdout_marker"), ("sentinel", "file_marker"))
 ALPHA = 0.05          # two-sided, per claim
@@ -84,7 +84,7 @@ def expected_cells(granularity: str = "rollout", seeds=SEEDS, reference_seeds=RE
     cells.update({"route2b/rollout/pairs=" + "+".join(s): seeds for s in splits})
     return {c: tuple(s) for c, s in cells.items()}
 
-# %% ../nbs/90_results.ipynb #baa70c0d
+# %% ../nbs/90_results.ipynb #5ca18f43
 def mean_sem(xs) -> tuple[float, float, int]:
     "(mean, standard error of the mean, n); the SEM is nan for n < 2 and the mean nan for n = 0."
     xs = list(xs)
@@ -114,7 +114,7 @@ def t_two_sided_p(t: float, df: float) -> float:
     if math.isinf(t): return 0.0
     return incomplete_beta(df / (df + t * t), df / 2, 0.5)
 
-# %% ../nbs/90_results.ipynb #0c1aa0fa
+# %% ../nbs/90_results.ipynb #31d3ce60
 def paired_test(x: dict, y: dict) -> dict:
     "Paired t-test of x - y over the seeds both dicts (seed -> value) have: mean and SEM of the differences, t, df, two-sided p."
     seeds = sorted(set(x) & set(y))
@@ -126,7 +126,7 @@ def paired_test(x: dict, y: dict) -> dict:
     else: t = mean / sem
     return {**out, "t": t, "p": t_two_sided_p(t, n - 1)}
 
-# %% ../nbs/90_results.ipynb #21a7aa69
+# %% ../nbs/90_results.ipynb #3d171d46
 POOLED_KEYS_IGNORED = ("seed", "run_dir", "reference_run")
 
 class Results:
@@ -181,7 +181,7 @@ class Results:
             if lack: out.append({"cell": cell, "missing_seeds": lack, "have": sorted(self.cells.get(cell, {}))})
         return out
 
-# %% ../nbs/90_results.ipynb #3d171d46
+# %% ../nbs/90_results.ipynb #7dae600d
 def _frout(run: Run) -> float:
     xs = [r["frout"] for r in run.metrics if r.get("frout") is not None and math.isfinite(r["frout"])]
     return statistics.fmean(xs) if xs else float("nan")
@@ -209,7 +209,7 @@ def arm_rows(self: Results, cells, against: str = "vanilla") -> list[dict]:
 
 Results.arm_rows = arm_rows
 
-# %% ../nbs/90_results.ipynb #0e4305ea
+# %% ../nbs/90_results.ipynb #c7675907
 def main_cells(self: Results) -> list[str]:
     g = self.granularity
     return ["vanilla", "route2b/rollout", "route2b/token", f"random_v/{g}", "uniform"]
@@ -259,7 +259,7 @@ def references(self: Results) -> list[dict]:
 
 Results.main_cells, Results.table_a2, Results.table_a3, Results.table_a5, Results.references = main_cells, table_a2, table_a3, table_a5, references
 
-# %% ../nbs/90_results.ipynb #d94cf422
+# %% ../nbs/90_results.ipynb #88e0ea4a
 def verdict(test: dict, solve_test: dict | None = None, min_seeds: int = 3) -> str:
     "supported / not supported / inconclusive for a claim that the difference in `test` is negative (see above)."
     if test is None or test["n"] < min_seeds: return "inconclusive (fewer than 3 paired seeds)"
@@ -293,7 +293,7 @@ def claims(self: Results) -> list[dict]:
 
 Results.claims = claims
 
-# %% ../nbs/90_results.ipynb #eef90e81
+# %% ../nbs/90_results.ipynb #93b9921d
 def fmt_stat(s, pct: bool = True) -> str:
     "'0.123 ± 0.010 (n=5)' from a {'mean','sem','n'} dict (or a bare number); '–' when there is nothing."
     if s is None: return "–"
@@ -330,7 +330,7 @@ REFERENCE_COLUMNS = {"reference": lambda r: r["reference"], "hack": lambda r: fm
                      "test problems": lambda r: r["n_problems"], "seeds": lambda r: r["seeds"] or "–"}
 MISSING_COLUMNS = {"cell": lambda r: r["cell"], "missing seeds": lambda r: r["missing_seeds"], "complete seeds found": lambda r: r["have"] or "none"}
 
-# %% ../nbs/90_results.ipynb #2c776f6f
+# %% ../nbs/90_results.ipynb #3db42976
 def curve_stats(self: Results, cell: str, state: str, key: str) -> tuple[list, list, list, list]:
     "(updates, mean, sem, n) of a cell's eval-curve rows for one knob state, over the seeds that have each update."
     by_update = defaultdict(list)
@@ -382,7 +382,7 @@ def tradeoff_figure(self: Results, cells=None, title: str = "Final deploy hack v
 
 Results.curves_figure, Results.tradeoff_figure = curves_figure, tradeoff_figure
 
-# %% ../nbs/90_results.ipynb #7775f97c
+# %% ../nbs/90_results.ipynb #147c2308
 def _clean(x):
     if isinstance(x, float): return None if math.isnan(x) else (x if math.isinf(x) else round(x, 6))
     if isinstance(x, dict): return {k: _clean(v) for k, v in x.items()}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One call of the issue-8 grid on a lent GPU machine: set a fresh machine up from the last snapshot (.gridsnap/state.tar.gz),
+# One call of the issue-8 grid on a lent GPU machine: set a fresh machine up from the last snapshot (.gridsnap/state.tar.gz, resume_*.tar.gz),
 # keep scripts/run_grid.py running in its own session, wait up to SECONDS, then write snapshots to $OUT (scripts/grid_snapshot.py).
 # Usage, from the repository root on the device:  bash scripts/grid_session.sh 540
 set -u
@@ -11,7 +11,8 @@ fi
 export PYTHONPATH=/tmp/site:$work PYTHONUNBUFFERED=1
 if [ ! -d $work ]; then
   mkdir -p $work && cp -r $(ls -A | grep -v -E '^(\.whl|\.git|\.gridsnap|runs)$') $work/ && mkdir -p $work/runs/grid_logs
-  if [ -f .gridsnap/state.tar.gz ]; then tar xzf .gridsnap/state.tar.gz -C $work; echo "restored $(ls $work/runs | wc -l) entries"; fi
+  for t in .gridsnap/state.tar.gz .gridsnap/resume_*.tar.gz; do [ -f "$t" ] && tar xzf "$t" -C $work; done
+  echo "restored $(ls $work/runs | wc -l) entries"
 fi
 cp -r nbs scripts $work/                      # notebook fixes reach the next papermill call (never the runs)
 cd $work

@@ -1,29 +1,57 @@
-"""Snapshot a grid in progress for the next machine: OUT/state.tar.gz holds runs/ without the rollouts of complete runs
-(enough to resume: configs, logs, checkpoints, evals); OUT/rollouts_N.tar.gz (under 15 MB each) hold those rollouts.
+"""Snapshot a grid in progress so that the next machine can resume it, in files small enough to come back from a device call.
+
+OUT/state.tar.gz   configs, status, metrics, evals, eval curves, executed notebooks, grid.json (everything small);
+OUT/resume_N.tar.gz what only unfinished work needs: the rollouts log and the latest trainer state of incomplete runs,
+                    and the knob checkpoints of runs whose eval curve is not written yet;
+OUT/rollouts_N.tar.gz the rollouts logs of complete runs;  OUT/logs.tar.gz the last 64 kB of every papermill log.
+Each file stays under 15 MB; older trainer states and the checkpoints of finished runs are left out (not needed).
 
 Usage: python scripts/grid_snapshot.py runs OUT
 """
-import json, sys, tarfile
+import io, json, sys, tarfile
 from pathlib import Path
 
+LIMIT, LOG_TAIL = 14_000_000, 65_536
 runs, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
+
 def complete(run: Path) -> bool:
     s = run/"status.json"
     return s.exists() and json.loads(s.read_text()).get("complete", False)
-done_rollouts = [r/"rollouts.jsonl.gz" for r in sorted(runs.iterdir()) if r.is_dir() and complete(r) and (r/"rollouts.jsonl.gz").exists()]
-skip = set(done_rollouts)
-with tarfile.open(out/"state.tar.gz", "w:gz") as t:
-    t.add(runs, filter=lambda ti: None if Path(ti.name) in skip or ti.name.endswith(".tmp") else ti)
-chunk, size, n = [], 0, 0
-def flush():
-    global chunk, size, n
-    if not chunk: return
-    with tarfile.open(out/f"rollouts_{n}.tar.gz", "w:gz") as t:
-        for p in chunk: t.add(p)
-    chunk, size, n = [], 0, n + 1
-for p in done_rollouts:
-    if size + p.stat().st_size > 15_000_000: flush()
-    chunk.append(p); size += p.stat().st_size
-flush()
-print(f"snapshot: state {(out/'state.tar.gz').stat().st_size / 1e6:.1f} MB, {len(done_rollouts)} complete runs' rollouts in {n} files")
+
+def latest_trainer(run: Path):
+    states = sorted((run/"checkpoints").glob("update_*.trainer.pt"))
+    return states[-1] if states else None
+
+state, resume, rollouts, logs = [], [], [], []
+for p in sorted(q for q in runs.rglob("*") if q.is_file() and not q.name.endswith(".tmp")):
+    parts = p.relative_to(runs).parts
+    run = runs/parts[0]
+    if parts[0] == "grid_logs" and p.suffix == ".log": logs.append(p)
+    elif p.name == "rollouts.jsonl.gz": (rollouts if complete(run) else resume).append(p)
+    elif "checkpoints" in parts:
+        if (run/"eval_curve.jsonl").exists(): continue
+        if p.name.endswith(".trainer.pt") and (complete(run) or p != latest_trainer(run)): continue
+        resume.append(p)
+    else: state.append(p)
+
+def write(name: str, files):
+    with tarfile.open(out/name, "w:gz") as t:
+        for f in files: t.add(f)
+
+def chunks(prefix: str, files):
+    batch, size, n = [], 0, 0
+    for f in files:
+        if batch and size + f.stat().st_size > LIMIT: write(f"{prefix}_{n}.tar.gz", batch); batch, size, n = [], 0, n + 1
+        batch.append(f); size += f.stat().st_size
+    if batch: write(f"{prefix}_{n}.tar.gz", batch); n += 1
+    return n
+
+write("state.tar.gz", state)
+n_resume, n_rollouts = chunks("resume", resume), chunks("rollouts", rollouts)
+with tarfile.open(out/"logs.tar.gz", "w:gz") as t:
+    for f in logs:
+        data = f.read_bytes()[-LOG_TAIL:]
+        info = tarfile.TarInfo(str(f)); info.size = len(data); t.addfile(info, io.BytesIO(data))
+sizes = {p.name: round(p.stat().st_size / 1e6, 1) for p in sorted(out.glob("*.tar.gz"))}
+print(f"snapshot (MB): {sizes}; {len(rollouts)} complete runs' rollouts")
