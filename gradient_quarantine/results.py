@@ -55,10 +55,10 @@ def load_runs(runs_dir) -> list[Run]:
 
 # %% ../nbs/90_results.ipynb #3d83937d
 def cell_of(config: dict) -> str:
-    "The grid cell of a run config, e.g. 'vanilla', 'route2b/token', 'route2b/rollout/frozen', 'route2b/rollout/pairs=run_tests+stdout_marker'."
+    "The grid cell of a run config, e.g. 'vanilla', 'route2b/token', 'uniform/rollout', 'route2b/rollout/pairs=run_tests+stdout_marker'."
     arm, g = config["arm"], config["granularity"]
-    if arm in ("vanilla", "gt_only", "uniform"): return arm
-    if arm == "random_v": return f"random_v/{g}"
+    if arm in ("vanilla", "gt_only"): return arm
+    if arm in ("random_v", "uniform"): return f"{arm}/{g}"            # a control carries the granularity of the route2b run it matches
     cell = f"route2b/{g}"
     if config["refresh_every"] == 0: cell += "/frozen"
     pairs = [m for m in MODES if m in config["pair_modes"]]
@@ -79,7 +79,7 @@ SOLVE_MARGIN = 0.05   # "matched solve rate": the arm's mean deploy solve is at 
 
 def expected_cells(granularity: str = "rollout", seeds=SEEDS, reference_seeds=REFERENCE_SEEDS, splits=HELD_OUT_SPLITS) -> dict:
     "cell -> the seeds the grid asks for."
-    cells = {"vanilla": seeds, "route2b/rollout": seeds, "route2b/token": seeds, f"random_v/{granularity}": seeds, "uniform": seeds,
+    cells = {"vanilla": seeds, "route2b/rollout": seeds, "route2b/token": seeds, f"random_v/{granularity}": seeds, f"uniform/{granularity}": seeds,
              "gt_only": reference_seeds, f"route2b/{granularity}/frozen": reference_seeds}
     cells.update({"route2b/rollout/pairs=" + "+".join(s): seeds for s in splits})
     return {c: tuple(s) for c, s in cells.items()}
@@ -211,8 +211,8 @@ Results.arm_rows = arm_rows
 
 # %% ../nbs/90_results.ipynb #c7675907
 def main_cells(self: Results) -> list[str]:
-    g = self.granularity
-    return ["vanilla", "route2b/rollout", "route2b/token", f"random_v/{g}", "uniform"]
+    "The main arms: vanilla, route2b at both granularities, and the direction-free controls matched to each granularity."
+    return ["vanilla", "route2b/rollout", "route2b/token", "random_v/rollout", "uniform/rollout", "random_v/token", "uniform/token"]
 
 def table_a2(self: Results) -> list[dict]: return self.arm_rows(self.main_cells())
 
@@ -269,7 +269,7 @@ def verdict(test: dict, solve_test: dict | None = None, min_seeds: int = 3) -> s
 
 def claims(self: Results) -> list[dict]:
     "Rows of the claims table: C1 (and per-token beside it), C2 per split, C3 per control."
-    rows, g = [], self.granularity
+    rows = []
     def pair(a, b, key="hack"): return paired_test(self.deploy(a, key), self.deploy(b, key)) if self.cells.get(a) and self.cells.get(b) else None
     for cell, claim in (("route2b/rollout", "C1"), ("route2b/token", "C1 (per-token, beside)")):
         t, s = pair(cell, "vanilla"), pair(cell, "vanilla", "solve")
@@ -283,12 +283,12 @@ def claims(self: Results) -> list[dict]:
         s = pair(cell, "vanilla", "solve")
         rows.append({"claim": "C2", "comparison": f"{cell} - vanilla, deploy hack on {' + '.join(outside)} (never in the pairs)",
                      "test": t, "solve_test": s, "verdict": verdict(t, s) if t else "missing runs"})
-    c1 = rows[0]["verdict"] if g == "rollout" else rows[1]["verdict"]
-    for control in (f"random_v/{g}", "uniform"):
-        t = pair(f"route2b/{g}", control)
-        v = "missing runs" if t is None else verdict(t)
-        if c1 != "supported" and v in ("supported", "inconclusive"): v = "inconclusive (C1 not supported: no effect to attribute)"
-        rows.append({"claim": "C3", "comparison": f"route2b/{g} - {control}, deploy hack", "test": t, "solve_test": None, "verdict": v})
+    for g, claim, c1 in (("rollout", "C3", rows[0]["verdict"]), ("token", "C3 (per-token, beside)", rows[1]["verdict"])):
+        for control in (f"random_v/{g}", f"uniform/{g}"):
+            t = pair(f"route2b/{g}", control)
+            v = "missing runs" if t is None else verdict(t)
+            if c1 != "supported" and v in ("supported", "inconclusive"): v = f"inconclusive (C1 not supported per {g}: no effect to attribute)"
+            rows.append({"claim": claim, "comparison": f"route2b/{g} - {control}, deploy hack", "test": t, "solve_test": None, "verdict": v})
     return rows
 
 Results.claims = claims
@@ -341,7 +341,8 @@ def curve_stats(self: Results, cell: str, state: str, key: str) -> tuple[list, l
     stats = [mean_sem(by_update[u]) for u in us]
     return us, [s[0] for s in stats], [s[1] for s in stats], [s[2] for s in stats]
 
-PALETTE = {"vanilla": "#444444", "route2b/rollout": "#1f77b4", "route2b/token": "#17becf", "random_v": "#ff7f0e", "uniform": "#9467bd", "gt_only": "#2ca02c"}
+PALETTE = {"vanilla": "#444444", "route2b/rollout": "#1f77b4", "route2b/token": "#17becf", "random_v/rollout": "#ff7f0e", "uniform/rollout": "#9467bd",
+           "random_v/token": "#d62728", "uniform/token": "#e377c2", "gt_only": "#2ca02c"}
 
 def _color(cell: str) -> str: return PALETTE.get(cell, PALETTE.get(cell.split("/")[0], "#8c564b"))
 

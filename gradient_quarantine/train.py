@@ -390,7 +390,7 @@ def _latest_checkpoint(self: Trainer) -> int | None:
 def _restore(self: Trainer, update: int):
     base = self._ckpt(update)
     self.knobs.load(base.with_suffix(".safetensors"))
-    state = torch.load(base.with_suffix(".trainer.pt"), weights_only=False)
+    state = torch.load(base.with_suffix(".trainer.pt"), weights_only=False, map_location=self.model.device)   # a GPU run resumes on CPU too
     self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
     torch.set_rng_state(state["torch_rng"])
     if state["cuda_rng"] is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state["cuda_rng"])

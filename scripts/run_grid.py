@@ -6,10 +6,12 @@ Phase 0 evaluates the base model on the whole test set and draws that subset (`n
 cell that needs no reference run. Phase 2 starts once both route2b granularities have finished for every seed: it picks
 the better granularity (lower mean final deploy hack over the seeds; a tie goes to per-rollout) and trains the controls
 matched to it (random-V and the uniform split, each referencing route2b at that granularity with the same seed) and
-route2b with a frozen direction. `runs/grid.json` records the host, every cell's command, times and exit code, and the
-granularity decision with its numbers.
+route2b with a frozen direction. `runs/grid.json` lists one record per process of the script (a resumed grid adds one):
+the host, every cell's command, times and exit code, and the granularity decision with its numbers.
 
-Usage, from the repository root (GPU host or CPU):  python scripts/run_grid.py --jobs 12 [--dry-run]
+Usage, from the repository root (GPU host or CPU):  python scripts/run_grid.py --jobs 12 [--dry-run] [--extra]
+--extra runs only the cells added after the grid: random-V and the uniform split matched to route2b per rollout (seeds 41-43),
+because the granularity rule picked per-token, whose lower hack rate comes with a collapsed solve rate.
 A cell already complete (status complete and its eval curve written) is skipped, so rerunning resumes a broken grid.
 """
 import argparse, concurrent.futures as cf, json, os, platform, statistics, subprocess, sys, threading, time
@@ -38,6 +40,12 @@ def phase2_cells(g: str) -> list[tuple[str, dict]]:
     cells += [(f"route2b_frozen_s{s}", {"arm": "route2b", "granularity": g, "seed": s, "refresh_every": 0}) for s in REFERENCE_SEEDS]
     return cells
 
+def extra_cells() -> list[tuple[str, dict]]:
+    "Beyond the issue's grid (--extra): random-V and the uniform split matched to route2b per rollout, seeds 41-43."
+    ref = lambda s: f"runs/route2b_s{s}"
+    return [(f"{arm}_rollout_s{s}", {"arm": arm, "granularity": "rollout", "seed": s, "reference_run": ref(s)})
+            for arm in ("random_v", "uniform") for s in REFERENCE_SEEDS]
+
 def final_deploy_hack(name: str) -> float:
     return json.loads(Path(f"runs/{name}/eval/deploy.json").read_text())["hack"]
 
@@ -47,17 +55,20 @@ def better_granularity() -> tuple[str, dict]:
     return ("token" if means["token"] < means["rollout"] else "rollout"), means
 
 class Grid:
-    def __init__(self, jobs: int, dry_run: bool):
-        self.dry_run, self.lock = dry_run, threading.Lock()
+    def __init__(self, jobs: int, dry_run: bool, curves: bool = True):
+        self.dry_run, self.curves, self.lock = dry_run, curves, threading.Lock()
         self.pool = cf.ThreadPoolExecutor(max_workers=jobs)
         self.monitoring_ready = threading.Event()
         self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count(), "gpu": gpu_name()}, "jobs": jobs,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cells": {}}
         Path("runs/grid_logs").mkdir(parents=True, exist_ok=True)
+        grid = Path("runs/grid.json")
+        self.earlier = json.loads(grid.read_text())["processes"] if grid.exists() else []   # a resumed grid keeps every earlier record
 
     def save(self):
         with self.lock:
-            tmp = Path("runs/.grid.json.tmp"); tmp.write_text(json.dumps(self.record, indent=1) + "\n"); tmp.replace("runs/grid.json")
+            tmp = Path("runs/.grid.json.tmp")
+            tmp.write_text(json.dumps({"processes": self.earlier + [self.record]}, indent=1) + "\n"); tmp.replace("runs/grid.json")
 
     def papermill(self, key: str, notebook: str, out: str, params: dict) -> int:
         cmd = [sys.executable, "-m", "papermill", notebook, out, "-y", json.dumps(params), "--no-progress-bar", "--log-output"]
@@ -82,11 +93,17 @@ class Grid:
         status = run/"status.json"
         done = status.exists() and json.loads(status.read_text()).get("complete")
         rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", f"runs/{name}.ipynb", {"preset": "pocket", **params})
-        if rc == 0 and not (run/"eval_curve.jsonl").exists():
+        if rc == 0 and self.curves and not (run/"eval_curve.jsonl").exists():
             self.monitoring_ready.wait()
             rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", f"runs/{name}/eval_curve.ipynb",
                                 {"run_dir": f"runs/{name}", "ids_file": MONITORING})
         return rc
+
+    def run_extra(self):
+        futures = [self.pool.submit(self.cell, name, params) for name, params in extra_cells()]
+        failed = [f for f in futures if f.result() != 0]
+        print(f"extra cells done: {len(futures) - len(failed)} ok, {len(failed)} failed", flush=True)
+        return len(failed)
 
     def run(self):
         futures = [self.pool.submit(self.base)]
@@ -117,5 +134,8 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) * 3 // 4), help="cells run side by side")
     ap.add_argument("--dry-run", action="store_true", help="print the papermill commands without running them")
+    ap.add_argument("--extra", action="store_true", help="run only the extra cells (controls matched to route2b per rollout)")
+    ap.add_argument("--no-curves", action="store_true", help="train and evaluate only; no eval curves")
     a = ap.parse_args()
-    sys.exit(1 if Grid(a.jobs, a.dry_run).run() else 0)
+    grid = Grid(a.jobs, a.dry_run, curves=not a.no_curves)
+    sys.exit(1 if (grid.run_extra() if a.extra else grid.run()) else 0)
