@@ -366,7 +366,7 @@ def curves_figure(self: Results, cells=None, title: str = "A1: deploy hack and s
                                 line=dict(color=_color(cell), dash="dot" if state == "trained" else "solid"),
                                 customdata=n, hovertemplate="update %{x}: %{y:.3f} (n=%{customdata})", row=1, col=col)
     fig.update_xaxes(title_text="optimizer updates completed")
-    fig.update_yaxes(range=[0, 1])
+    fig.update_yaxes(rangemode="tozero")
     fig.update_layout(title=title, height=420, margin=dict(t=70), legend=dict(orientation="h", y=-0.25))
     return fig
 
