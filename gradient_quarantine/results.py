@@ -309,8 +309,8 @@ def fmt_diff(t) -> str:
     p = "p=–" if math.isnan(t["p"]) else (f"p={t['p']:.3f}" if t["p"] >= 0.001 else f"p={t['p']:.1e}")
     return f"{t['diff']:+.3f}{sem}, {p} (n={t['n']})"
 
-def html_table(rows: list[dict], columns: dict) -> "IPython.display.HTML":
-    "An HTML table: columns maps a header to a function of the row that returns its text."
+def html_table(rows: list[dict], columns: dict):
+    "An `IPython.display.HTML` table: columns maps a header to a function of the row that returns its text."
     import html
     from IPython.display import HTML
     head = "".join(f"<th>{html.escape(h)}</th>" for h in columns)
@@ -348,7 +348,6 @@ def _color(cell: str) -> str: return PALETTE.get(cell, PALETTE.get(cell.split("/
 
 def curves_figure(self: Results, cells=None, title: str = "A1: deploy hack and solve vs updates"):
     "Plotly figure: hack (left) and solve (right) vs updates per cell, mean ± SEM band; routed arms deployed (solid) and as trained (dotted)."
-    import plotly.graph_objects as go
     from plotly.subplots import make_subplots
     cells = [c for c in (cells or self.main_cells()) if self.cells.get(c)]
     fig = make_subplots(rows=1, cols=2, subplot_titles=("deploy hack rate", "solve rate"), horizontal_spacing=0.08)
