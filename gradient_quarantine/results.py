@@ -6,9 +6,9 @@
 __all__ = ['SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', 'SOLVE_MARGIN', 'POOLED_KEYS_IGNORED', 'ARM_COLUMNS',
            'CLAIM_COLUMNS', 'A5_COLUMNS', 'REFERENCE_COLUMNS', 'MISSING_COLUMNS', 'PALETTE', 'Run', 'load_run',
            'load_runs', 'cell_of', 'held_out_modes', 'expected_cells', 'mean_sem', 'incomplete_beta', 't_two_sided_p',
-           'paired_test', 'Results', 'arm_rows', 'main_cells', 'table_a2', 'table_a3', 'table_a5', 'references',
-           'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table', 'curve_stats', 'curves_figure', 'tradeoff_figure',
-           'tables']
+           'paired_test', 'Results', 'metric_mean', 'arm_rows', 'main_cells', 'table_a2', 'table_a3', 'table_a5',
+           'references', 'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table', 'curve_stats', 'curves_figure',
+           'tradeoff_figure', 'tables']
 
 # %% ../nbs/90_results.ipynb #b1dd797e
 import json, math, statistics
@@ -182,8 +182,9 @@ class Results:
         return out
 
 # %% ../nbs/90_results.ipynb #7dae600d
-def _frout(run: Run) -> float:
-    xs = [r["frout"] for r in run.metrics if r.get("frout") is not None and math.isfinite(r["frout"])]
+def metric_mean(run: Run, key: str = "frout") -> float:
+    "A run's mean over updates of a metrics column (nan where it was never finite, e.g. frout of an unrouted arm)."
+    xs = [r[key] for r in run.metrics if r.get(key) is not None and math.isfinite(r[key])]
     return statistics.fmean(xs) if xs else float("nan")
 
 def _stat(values: dict) -> dict:
@@ -197,7 +198,7 @@ def arm_rows(self: Results, cells, against: str = "vanilla") -> list[dict]:
         if not self.cells.get(cell): continue
         hack, solve = self.deploy(cell, "hack"), self.deploy(cell, "solve")
         row = {"cell": cell, "n": len(hack), "seeds": sorted(hack), "hack": _stat(hack), "solve": _stat(solve),
-               "frout": _stat({s: _frout(r) for s, r in self.cells[cell].items()}) if "vanilla" not in cell and cell != "gt_only" else None}
+               "frout": _stat({s: metric_mean(r) for s, r in self.cells[cell].items()}) if "vanilla" not in cell and cell != "gt_only" else None}
         if any(r.trained and r.trained.get("same_as") is None for r in self.cells[cell].values()):
             row["trained_hack"], row["trained_solve"] = _stat(self.deploy(cell, "hack", "trained")), _stat(self.deploy(cell, "solve", "trained"))
         if cell != against and self.cells.get(against):
@@ -238,16 +239,16 @@ def table_a5(self: Results) -> list[dict]:
         outside = held_out_modes(cell)
         groups = {m: (m,) for m in MODES} | {"inside (mean)": tuple(m for m in MODES if m not in outside), "outside (mean)": outside}
         for label, modes in groups.items():
-            mean_over = lambda c: {s: statistics.fmean(v) for s, v in _zip_modes(self, c, modes).items()}
-            arm, van = mean_over(cell), mean_over("vanilla")
-            rows.append({"cell": cell, "modes": label, "in_pair_set": not set(modes) & set(outside) if len(modes) == 1 else label.startswith("inside"),
+            arm, van = _modes_hack(self, cell, modes), _modes_hack(self, "vanilla", modes)
+            rows.append({"cell": cell, "modes": label, "in_pair_set": not set(modes) & set(outside),
                          "route2b": _stat(arm), "vanilla": _stat(van), "d_hack": paired_test(arm, van) if van else None})
     return rows
 
-def _zip_modes(self: Results, cell: str, modes) -> dict:
+def _modes_hack(self: Results, cell: str, modes) -> dict:
+    "seed -> the cell's final deploy hack averaged over `modes`, for the seeds that have all of them."
     per = [_by_mode(self, cell, m) for m in modes]
     seeds = set.intersection(*(set(p) for p in per)) if per else set()
-    return {s: [p[s] for p in per] for s in sorted(seeds)}
+    return {s: statistics.fmean(p[s] for p in per) for s in sorted(seeds)}
 
 def references(self: Results) -> list[dict]:
     rows = []
@@ -277,8 +278,7 @@ def claims(self: Results) -> list[dict]:
                      "verdict": verdict(t, s) if t else "missing runs"})
     for cell in (c for c in self.expected if "/pairs=" in c):
         outside = held_out_modes(cell)
-        arm = {s: statistics.fmean(v) for s, v in _zip_modes(self, cell, outside).items()}
-        van = {s: statistics.fmean(v) for s, v in _zip_modes(self, "vanilla", outside).items()}
+        arm, van = _modes_hack(self, cell, outside), _modes_hack(self, "vanilla", outside)
         t = paired_test(arm, van) if arm and van else None
         s = pair(cell, "vanilla", "solve")
         rows.append({"claim": "C2", "comparison": f"{cell} - vanilla, deploy hack on {' + '.join(outside)} (never in the pairs)",
@@ -294,7 +294,7 @@ def claims(self: Results) -> list[dict]:
 Results.claims = claims
 
 # %% ../nbs/90_results.ipynb #93b9921d
-def fmt_stat(s, pct: bool = True) -> str:
+def fmt_stat(s) -> str:
     "'0.123 ± 0.010 (n=5)' from a {'mean','sem','n'} dict (or a bare number); '–' when there is nothing."
     if s is None: return "–"
     if isinstance(s, (int, float)): return "–" if math.isnan(s) else f"{s:.3f}"

@@ -44,11 +44,10 @@ def chunks(prefix: str, files):
     for f in files:
         if batch and size + f.stat().st_size > LIMIT: write(f"{prefix}_{n}.tar.gz", batch); batch, size, n = [], 0, n + 1
         batch.append(f); size += f.stat().st_size
-    if batch: write(f"{prefix}_{n}.tar.gz", batch); n += 1
-    return n
+    if batch: write(f"{prefix}_{n}.tar.gz", batch)
 
 write("state.tar.gz", state)
-n_resume, n_rollouts = chunks("resume", resume), chunks("rollouts", rollouts)
+chunks("resume", resume); chunks("rollouts", rollouts)
 with tarfile.open(out/"logs.tar.gz", "w:gz") as t:
     for f in logs:
         data = f.read_bytes()[-LOG_TAIL:]

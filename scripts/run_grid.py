@@ -14,10 +14,10 @@ Usage, from the repository root (GPU host or CPU):  python scripts/run_grid.py -
 because the granularity rule picked per-token, whose lower hack rate comes with a collapsed solve rate.
 A cell already complete (status complete and its eval curve written) is skipped, so rerunning resumes a broken grid.
 """
-import argparse, concurrent.futures as cf, json, os, platform, statistics, subprocess, sys, threading, time
+import argparse, concurrent.futures as cf, fcntl, json, os, platform, statistics, subprocess, sys, threading, time
 from pathlib import Path
+from gradient_quarantine.results import REFERENCE_SEEDS, SEEDS, Results
 
-SEEDS, REFERENCE_SEEDS = (41, 42, 43, 44, 45), (41, 42, 43)
 HELD_OUT_SPLITS = {"pairs-rt-so": ["run_tests", "stdout_marker"], "pairs-se-fm": ["sentinel", "file_marker"]}
 MONITORING_N = 117
 MONITORING = f"runs/monitoring_pocket_{MONITORING_N}.json"
@@ -46,13 +46,13 @@ def extra_cells() -> list[tuple[str, dict]]:
     return [(f"{arm}_rollout_s{s}", {"arm": arm, "granularity": "rollout", "seed": s, "reference_run": ref(s)})
             for arm in ("random_v", "uniform") for s in REFERENCE_SEEDS]
 
-def final_deploy_hack(name: str) -> float:
-    return json.loads(Path(f"runs/{name}/eval/deploy.json").read_text())["hack"]
-
 def better_granularity() -> tuple[str, dict]:
-    "The granularity with the lower mean final deploy hack over SEEDS, and the numbers it was decided on."
-    means = {g: statistics.mean(final_deploy_hack(f"route2b{SUFFIX[g]}_s{s}") for s in SEEDS) for g in SUFFIX}
-    return ("token" if means["token"] < means["rollout"] else "rollout"), means
+    "route2b's better granularity by the rule of `Results.better_granularity`, and the mean final deploy hacks it compared."
+    R = Results("runs", "pocket")
+    hack = {g: R.deploy(f"route2b/{g}") for g in SUFFIX}
+    lacking = {g: sorted(set(SEEDS) - set(h)) for g, h in hack.items() if set(SEEDS) - set(h)}
+    if lacking: raise FileNotFoundError(f"route2b runs not complete for seeds {lacking}")
+    return R.better_granularity(), {g: statistics.fmean(h.values()) for g, h in hack.items()}
 
 class Grid:
     def __init__(self, jobs: int, dry_run: bool, curves: bool = True):
@@ -61,14 +61,17 @@ class Grid:
         self.monitoring_ready = threading.Event()
         self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count(), "gpu": gpu_name()}, "jobs": jobs,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cells": {}}
+        self.record_id = f"{self.record['started']} pid {os.getpid()}"
         Path("runs/grid_logs").mkdir(parents=True, exist_ok=True)
-        grid = Path("runs/grid.json")
-        self.earlier = json.loads(grid.read_text())["processes"] if grid.exists() else []   # a resumed grid keeps every earlier record
 
     def save(self):
-        with self.lock:
+        "Write this process's record into runs/grid.json, keeping every other process's (a resumed grid, --extra beside it)."
+        with self.lock, open("runs/.grid.json.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            grid = Path("runs/grid.json")
+            others = [p for p in (json.loads(grid.read_text())["processes"] if grid.exists() else []) if p.get("id") != self.record_id]
             tmp = Path("runs/.grid.json.tmp")
-            tmp.write_text(json.dumps({"processes": self.earlier + [self.record]}, indent=1) + "\n"); tmp.replace("runs/grid.json")
+            tmp.write_text(json.dumps({"processes": others + [{"id": self.record_id, **self.record}]}, indent=1) + "\n"); tmp.replace(grid)
 
     def papermill(self, key: str, notebook: str, out: str, params: dict) -> int:
         cmd = [sys.executable, "-m", "papermill", notebook, out, "-y", json.dumps(params), "--no-progress-bar", "--log-output"]
@@ -100,6 +103,7 @@ class Grid:
         return rc
 
     def run_extra(self):
+        self.pool.submit(self.base)                        # the eval curves wait for the monitoring subset
         futures = [self.pool.submit(self.cell, name, params) for name, params in extra_cells()]
         failed = [f for f in futures if f.result() != 0]
         print(f"extra cells done: {len(futures) - len(failed)} ok, {len(failed)} failed", flush=True)
