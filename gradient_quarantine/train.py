@@ -392,8 +392,8 @@ def _restore(self: Trainer, update: int):
     self.knobs.load(base.with_suffix(".safetensors"))
     state = torch.load(base.with_suffix(".trainer.pt"), weights_only=False, map_location=self.model.device)   # a GPU run resumes on CPU too
     self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
-    torch.set_rng_state(state["torch_rng"])
-    if state["cuda_rng"] is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all(state["cuda_rng"])
+    torch.set_rng_state(state["torch_rng"].cpu())                                  # RNG states stay CPU byte tensors
+    if state["cuda_rng"] is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all([r.cpu() for r in state["cuda_rng"]])
     self.data_rng.setstate(state["data_rng"]); self.directions.load_state_dict(state["directions"])
     self.band, self.band_key = state["band"], state["band_key"]
     for log in ("metrics.jsonl", "rollouts.jsonl.gz"): truncate_log(self.dir/log, update)
