@@ -16,11 +16,6 @@ if [ ! -d $work ]; then
 fi
 cp -r nbs scripts $work/                      # notebook fixes reach the next papermill call (never the runs)
 cd $work
-if [ ! -f runs/monitoring_pocket_117.json ] && ! pgrep -f "runs/base_pocket.ipynb" >/dev/null; then
-  setsid nohup python3 -m papermill nbs/06_eval.ipynb runs/base_pocket.ipynb --no-progress-bar --log-output \
-    -y '{"preset": "pocket", "out": "runs/base_pocket/eval/base.json", "monitoring_n": 117, "subset_out": "runs/monitoring_pocket_117.json"}' \
-    > runs/grid_logs/base_pocket.log 2>&1 < /dev/null &
-fi
 if ! pgrep -f scripts/run_grid.py >/dev/null; then
   if grep -q "grid done: .* 0 failed" runs/grid_logs/grid.out 2>/dev/null; then echo "GRID DONE"
   else setsid nohup python3 scripts/run_grid.py --jobs 12 >> runs/grid_logs/grid.out 2>&1 < /dev/null & fi
