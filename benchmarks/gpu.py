@@ -74,12 +74,17 @@ def build(arch: dict, dtype, dev, *, knobs: bool, seed: int = 0):
     return model
 
 def weight_bytes(model) -> int:
-    "Bytes a decode step reads in full: the layers' parameters and buffers (knob bases included), the final norm and lm_head."
+    "Bytes a fast decode step must read in full: the layers' weights (knobs merged into them), the final norm and lm_head; not the knob bases."
     seen, total = set(), 0
     for mod in (model.model.layers, model.model.norm, model.lm_head):
-        for t in [*mod.parameters(), *mod.buffers()]:
-            if t.data_ptr() not in seen: seen.add(t.data_ptr()); total += t.numel() * t.element_size()
+        for name, t in mod.named_parameters():
+            if name.endswith(("deployed", "quarantine")) or t.data_ptr() in seen: continue
+            seen.add(t.data_ptr()); total += t.numel() * t.element_size()
     return total
+
+def basis_bytes(model) -> int:
+    "Bytes of the knob bases U and Vh: what an unmerged knob layer reads on top of its weight."
+    return sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n.endswith((".U", ".Vh")))
 
 def kv_bytes(cfg, batch: int, ctx: float, elem: int) -> float:
     return 2 * cfg.num_hidden_layers * batch * cfg.num_key_value_heads * ctx * cfg.head_dim * elem
@@ -153,6 +158,33 @@ def check_big(model, dev, bucket: int) -> dict:
     return {"fast": teacher_forced(model, dev, prompts, fast), "plain": teacher_forced(model, dev, prompts, plain),
             "fast_equals_plain": sum(f == p for f, p in zip(fast, plain)), "rows": len(prompts)}
 
+def check_fp32(dev, layers: int = 4, new: int = 64) -> dict:
+    "fp32, the Qwen3-4B layer shapes and vocabulary with `layers` layers and knobs moved off zero: greedy fast vs plain, token for token."
+    model = build({**QWEN3_4B, "num_hidden_layers": layers}, torch.float32, dev, knobs=True, seed=3)
+    V = model.config.vocab_size
+    prompts = [random_prompts(1, n, V, seed=20 + n)[0] for n in (12, 75, 160, 333)]
+    greedy, tok = Sampling(temperature=0, max_new_tokens=new), TokenIds(eot=V)
+    fast = fast_generate(model, tok, prompts, greedy, batch_size=4, bucket=64, graphs=GRAPHS)
+    plain = generate(model, tok, prompts, greedy, batch_size=4)
+    first = [next((j for j, (a, b) in enumerate(zip(f, p)) if a != b), len(f)) for f, p in zip(fast, plain)]
+    return {"layers": layers, "rows": len(prompts), "new": new, "equal_rows": sum(f == p for f, p in zip(fast, plain)),
+            "first_mismatch": first, "fast_vs_forward": teacher_forced(model, dev, prompts, fast)}
+
+def profile_step(model, dev, batch: int, ctx: int, top: int = 14) -> list[dict]:
+    "CUDA time by kernel of one eager fast decode step at `batch` rows and `ctx` cache slots."
+    from torch.profiler import ProfilerActivity, profile
+    from gradient_quarantine.fastgen import StaticDecoder, fused_weights
+    V = model.config.vocab_size
+    with torch.no_grad():
+        dec = StaticDecoder(model, fused_weights(model), batch, ctx + 16, ROLLOUT, V, 0, bucket=ctx + 16)
+        dec.prefill(random_prompts(batch, ctx, V, seed=1)); dec.decode(ctx + 16); sync(dev)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            dec.decode(ctx + 16); sync(dev)
+    rows = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in rows)
+    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(e.device_time_total / 1e3, 3), "share": round(e.device_time_total / total, 3)}
+            for e in rows[:top]] + [{"kernel": "all kernels", "calls": sum(e.count for e in rows), "ms": round(total / 1e3, 3), "share": 1.0}]
+
 # ---------------------------------------------------------------- timings
 def time_fast(model, dev, batch, prompt, new, bucket) -> dict:
     V = model.config.vocab_size
@@ -167,6 +199,7 @@ def time_fast(model, dev, batch, prompt, new, bucket) -> dict:
     replays = stats["decode_steps"] - stats["captures"]
     ms = 1e3 * (stats["decode_s"] - stats["capture_s"]) / replays if replays else float("nan")
     return {"fast_ms": round(ms, 2), "fast_tok_s": round(batch * 1e3 / ms) if replays else None, "fast_prefill_s": round(stats["prefill_s"], 2),
+            "chunk_rows": stats["chunk_rows"], "fuse_s": round(stats["fuse_s"], 2),
             "graphs": stats["captures"], "capture_s": round(stats["capture_s"], 2), "fast_total_s": round(total, 2), "fast_peak_gib": peak_gib(dev)}
 
 class StepClock(StoppingCriteria):
@@ -191,9 +224,9 @@ def time_plain(model, dev, batch, ctx, steps) -> dict:
     return {"plain_ms": round(1e3 * (clock.times[-1] - clock.times[0]) / (len(clock.times) - 1), 2), "plain_prompt": ids.shape[1],
             "plain_steps": len(clock.times) - 1, "plain_peak_gib": peak_gib(dev)}
 
-def time_sampling(dev, batch, V, reps=5) -> float:
-    "ms of one eager sample_next (temperature, top-p sort, draw) on (batch, V) fp32 logits."
-    logits = torch.randn(batch, V, device=dev)
+def time_sampling(dev, batch, V, dtype, reps=5) -> float:
+    "ms of one eager sample_next (temperature, top-p sort, draw) on (batch, V) logits in the model's dtype."
+    logits = torch.randn(batch, V, device=dev, dtype=dtype)
     sample_next(logits, ROLLOUT); sync(dev)
     t0 = time.perf_counter()
     for _ in range(reps): sample_next(logits, ROLLOUT)
@@ -204,7 +237,8 @@ def time_sampling(dev, batch, V, reps=5) -> float:
 COLS = [("batch", "batch"), ("prompt", "prompt"), ("new", "new"), ("ctx", "mean ctx"), ("plain_ms", "plain ms/step"),
         ("fast_ms", "fast ms/step"), ("fast_tok_s", "fast tok/s"), ("floor_ms", "floor ms/step"), ("fast_over_floor", "fast / floor"),
         ("plain_over_fast", "plain / fast"), ("sampling_ms", "sampling ms"), ("fast_prefill_s", "fast prefill s"),
-        ("graphs", "graphs"), ("capture_s", "capture s"), ("fast_peak_gib", "fast peak GiB"), ("note", "note")]
+        ("graphs", "graphs"), ("capture_s", "capture s"), ("chunk_rows", "rows per chunk"), ("fuse_s", "fuse s"),
+        ("fast_peak_gib", "fast peak GiB"), ("note", "note")]
 
 def checks_text(checks: dict) -> str:
     "The checks as a few lines of markdown."
@@ -222,7 +256,18 @@ def checks_text(checks: dict) -> str:
                      f"{big['fast']['agree']} (max regret {big['fast']['max_regret']} logits), plain agrees {big['plain']['agree']} "
                      f"(max regret {big['plain']['max_regret']}); completions identical to plain: {big['fast_equals_plain']}/{big['rows']}")
     elif big: lines.append(f"- benchmark-model checks: {big}")
+    if isinstance(f32 := checks.get("fp32"), dict):
+        lines.append(f"- fp32, Qwen3-4B layer shapes and vocabulary, {f32['layers']} layers, knobs moved off zero, greedy {f32['new']} tokens x "
+                     f"{f32['rows']} rows: fast equals plain `generate` in {f32['equal_rows']}/{f32['rows']} rows (first mismatch at "
+                     f"{f32['first_mismatch']}; {f32['new']} = none); fast vs a teacher-forced forward: agrees {f32['fast_vs_forward']['agree']}")
+    elif f32: lines.append(f"- fp32 check: {f32}")
     return "\n".join(lines)
+
+def profile_text(prof) -> str:
+    if not prof: return ""
+    if isinstance(prof, str): return f"\n\n## Profile\n\n{prof}\n"
+    return ("\n\n## Where one step's time goes\n\nOne eager fast decode step (no graph), CUDA time by kernel:\n\n| kernel | calls | ms | share |\n|---|---|---|---|\n"
+            + "\n".join(f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof) + "\n")
 
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
@@ -239,10 +284,11 @@ def write(out: Path, report: dict):
             f"- **plain ms/step**: HF `model.generate` called as `evaluate.generate` calls it, timed step by step (a stopping criterion that "
             f"syncs and reads the clock) over its first {e['plain_steps']} decode steps only, from a prompt of mean ctx - {e['plain_steps']}/2 "
             f"tokens, to keep the run short.\n"
-            f"- **floor**: (bytes read per step: {e.get('weight_gib')} GiB of weights and knob bases + the K/V of the mean context) / the measured "
-            f"copy bandwidth {e['copy_gb_s']} GB/s (bytes read + written per second of a {e['copy_gib']} GiB device copy).\n"
-            f"- **sampling ms**: one eager `sample_next` on (batch, vocab) fp32 logits (temperature, top-p sort, draw): part of each fast step.\n\n"
-            f"## Checks\n\n{checks_text(report['checks'])}\n\n"
+            f"- **floor**: (bytes a step must read: {e.get('weight_gib')} GiB of weights, knobs merged into them, + the K/V of the mean context) / the measured "
+            f"copy bandwidth {e['copy_gb_s']} GB/s (bytes read + written per second of a {e['copy_gib']} GiB device copy). The knob bases "
+            f"({e.get('basis_gib')} GiB), which plain `generate` reads at every step through the knob layers, are not counted.\n"
+            f"- **sampling ms**: one eager `sample_next` on (batch, vocab) logits in the model's dtype (temperature, top-p sort, draw): part of each fast step.\n\n"
+            f"## Checks\n\n{checks_text(report['checks'])}{profile_text(report.get('profile'))}\n\n"
             f"torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {e['seconds']:.0f} s in all.\n")
     (out/"gpu.md").write_text(text)
 
@@ -255,8 +301,9 @@ def main():
     ap.add_argument("--new", type=int, nargs="+", default=None, help="new tokens, default 256 1536 (quick: 16 48)")
     ap.add_argument("--prompt", type=int, default=None, help="prompt tokens, default 512 (quick: 32)")
     ap.add_argument("--plain-steps", type=int, default=None, help="decode steps timed for plain generate, default 32 (quick: 8)")
-    ap.add_argument("--bucket", type=int, default=None, help="fast_generate's attended-length bucket, default 256 (quick: 16)")
+    ap.add_argument("--bucket", type=int, default=None, help="fast_generate's attended-length bucket, default 128 (quick: 16)")
     ap.add_argument("--eager", action="store_true", help="fast_generate without CUDA graphs (to diagnose a capture failure)")
+    ap.add_argument("--profile", action="store_true", help="add a by-kernel profile of one eager decode step at the largest batch")
     ap.add_argument("--budget", type=float, default=420, help="seconds after which remaining measurements are skipped")
     a = ap.parse_args()
     global GRAPHS
@@ -264,7 +311,7 @@ def main():
     dev = torch.device(a.device or ("cpu" if q or not torch.cuda.is_available() else "cuda"))
     batches, news = a.batches or ([4, 8] if q else [64, 256]), a.new or ([16, 48] if q else [256, 1536])
     prompt, steps = a.prompt or (32 if q else 512), a.plain_steps or (8 if q else 32)
-    bucket = a.bucket or (16 if q else 256)
+    bucket = a.bucket or (16 if q else 128)
     dtype = torch.float32 if q or dev.type == "cpu" else torch.bfloat16
     arch = QUICK if q else QWEN3_4B
     out = Path(a.out)
@@ -285,25 +332,35 @@ def main():
     except Exception as e: report["checks"]["small"] = f"FAILED: {e!r}"; traceback.print_exc()
     log("small-model checks", report["checks"]["small"]); write(out, {**report, "env": {**env, "seconds": time.perf_counter() - T0}})
 
+    if not q and dev.type == "cuda":
+        try: report["checks"]["fp32"] = check_fp32(dev)
+        except Exception as e: report["checks"]["fp32"] = f"FAILED: {e!r}"; traceback.print_exc()
+        log("fp32 check", report["checks"]["fp32"]); free_memory(dev)
+
     model = build(arch, dtype, dev, knobs=True)
     cfg, elem = model.config, torch.finfo(dtype).bits // 8
     wb = weight_bytes(model)
     env.update(weight_gib=round(wb / GiB, 3), parameters=sum(p.numel() for p in model.parameters()))
-    log(f"model built: {wb / GiB:.2f} GiB read per step (weights + knob bases)")
+    env.update(basis_gib=round(basis_bytes(model) / GiB, 3))
+    log(f"model built: {wb / GiB:.2f} GiB of weights read per step; knob bases {env['basis_gib']} GiB (not read: merged)")
     try: report["checks"]["big"] = check_big(model, dev, bucket=16)
     except Exception as e: report["checks"]["big"] = f"FAILED: {e!r}"; traceback.print_exc()
     log("benchmark-model checks", report["checks"]["big"])
     free_memory(dev)
+    if a.profile:
+        try: report["profile"] = profile_step(model, dev, batches[-1], prompt + news[0] // 2)
+        except Exception as e: report["profile"] = f"FAILED: {e!r}"; traceback.print_exc()
+        log("profile", report["profile"]); free_memory(dev)
 
     for new in news:
         for batch in batches:
             ctx = prompt + new / 2
             row = {"batch": batch, "prompt": prompt, "new": new, "ctx": round(ctx),
-                   "floor_ms": round(1e3 * (wb + kv_bytes(cfg, batch, ctx, elem)) / bw, 2)}
+                   "floor_ms": round(1e3 * (wb + kv_bytes(cfg, batch, ctx, elem)) / bw, 3)}
             notes = []
             if time.perf_counter() - T0 > a.budget: notes.append("skipped: time budget")
             else:
-                try: row["sampling_ms"] = time_sampling(dev, batch, cfg.vocab_size)
+                try: row["sampling_ms"] = time_sampling(dev, batch, cfg.vocab_size, dtype)
                 except Exception as e: notes.append(f"sampling: {e!r}"[:200])
                 max_len = -(-(prompt + new - 1) // bucket) * bucket
                 need = kv_bytes(cfg, batch, max_len, elem) + 2 * GiB + 24 * batch * cfg.vocab_size
@@ -323,7 +380,7 @@ def main():
                     except Exception as e: notes.append(f"plain: {e!r}"[:300]); traceback.print_exc()
                     log(f"plain  batch {batch} ctx {ctx:.0f}: {row.get('plain_ms')} ms/step")
                 free_memory(dev)
-            if row.get("fast_ms"): row["fast_over_floor"] = round(row["fast_ms"] / row["floor_ms"], 2)
+            if row.get("fast_ms") and row["floor_ms"]: row["fast_over_floor"] = round(row["fast_ms"] / row["floor_ms"], 2)
             if row.get("fast_ms") and row.get("plain_ms"): row["plain_over_fast"] = round(row["plain_ms"] / row["fast_ms"], 2)
             row["note"] = "; ".join(notes) or None
             report["rows"].append(row)

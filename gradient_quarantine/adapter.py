@@ -55,11 +55,23 @@ class KnobLinear(nn.Module):
         self.deployed = nn.Parameter(torch.zeros(U.shape[1], device=dev))    # s, fp32
         self.quarantine = nn.Parameter(torch.zeros(U.shape[1], device=dev))  # s_q, fp32
 
+    def knob(self) -> torch.Tensor | None:
+        "The vector (r,) that scales Vh x now: s, or s + s_q; None while the knobs are off."
+        if self.state["off"]: return None
+        return self.deployed if self.state["quarantine_off"] else self.deployed + self.quarantine
+
+    @torch.no_grad()
+    def merged_weight(self) -> torch.Tensor:
+        "The layer as one matrix (d_out, d_in) in the base weight's dtype: W + U diag(k) Vh, summed in fp32, knobs as they are now."
+        W, k = self.base.weight, self.knob()
+        if k is None or not k.any(): return W
+        return torch.addmm(W.float(), self.U.float() * k, self.Vh.float()).to(W.dtype)   # (d_out, r) * (r,) @ (r, d_in)
+
     def forward(self, x):                                   # x: (..., d_in)
         y = self.base(x)                                    # (..., d_out)
-        if self.state["off"]: return y
+        k = self.knob()
+        if k is None: return y
         h = x @ self.Vh.T                                   # (..., r)
-        k = self.deployed if self.state["quarantine_off"] else self.deployed + self.quarantine
         kh = h * k.to(h.dtype)                              # (..., r)
         sink = self.state["sink"]
         if sink is not None and kh.requires_grad:

@@ -108,10 +108,10 @@ def overlap(a: Direction, b: Direction) -> float:
 class DirectionSchedule:
     "The hack direction over training: read at update 0, re-read every `refresh_every` updates (0 = frozen)."
     def __init__(self, model, knobs: Knobs, tokenizer, pairs, *, refresh_every: int = 5, k: int = 1,
-                 max_prompt_tokens: int | None = None):
+                 max_prompt_tokens: int | None = None, chunk: int = 16):
         if refresh_every < 0: raise ValueError(f"refresh_every must be >= 0 (0 = frozen), got {refresh_every}")
         self.model, self.knobs, self.tokenizer, self.pairs = model, knobs, tokenizer, list(pairs)
-        self.refresh_every, self.k, self.max_prompt_tokens = refresh_every, k, max_prompt_tokens
+        self.refresh_every, self.k, self.max_prompt_tokens, self.chunk = refresh_every, k, max_prompt_tokens, chunk
         self.grads = self.direction = None
         self.last_overlap, self.refreshed_at = float("nan"), None
 
@@ -119,7 +119,7 @@ class DirectionSchedule:
         "The direction to use for `update` (and the pair gradients it was read from)."
         due = self.direction is None or (self.refresh_every > 0 and update % self.refresh_every == 0 and update != self.refreshed_at)
         if due:
-            grads = pair_gradients(self.model, self.knobs, self.tokenizer, self.pairs, max_prompt_tokens=self.max_prompt_tokens)
+            grads = pair_gradients(self.model, self.knobs, self.tokenizer, self.pairs, chunk=self.chunk, max_prompt_tokens=self.max_prompt_tokens)
             new = hack_direction(grads, self.k)
             self.last_overlap = overlap(new, self.direction) if self.direction is not None else float("nan")
             self.grads, self.direction, self.refreshed_at = grads, new, update

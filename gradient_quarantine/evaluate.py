@@ -22,8 +22,8 @@ class Sampling:
     top_k: int = 0
     max_new_tokens: int = 256
 
-def generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, batch_size: int = 64) -> list[list[int]]:
-    "Completion ids for each prompt (ending with the end-of-turn token when the model stopped), batched with left padding."
+def generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, batch_size: int = 64, on_chunk=None) -> list[list[int]]:
+    "Completion ids for each prompt (ending with the end-of-turn token when the model stopped), batched with left padding; `on_chunk(rows, completions)` after each batch, `rows` the prompts' indices."
     eot, pad = tokenizer.convert_tokens_to_ids(END_OF_TURN), tokenizer.pad_token_id
     dev = next(model.parameters()).device
     out = []
@@ -38,8 +38,9 @@ def generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, 
                                  do_sample=not greedy, temperature=None if greedy else sampling.temperature,
                                  top_p=None if greedy else sampling.top_p, top_k=None if greedy else sampling.top_k,
                                  eos_token_id=eot, pad_token_id=pad)[:, L:]                       # (b, <= max_new)
-        for row in gen.tolist():
-            out.append(row[:row.index(eot) + 1] if eot in row else row)
+        done = [row[:row.index(eot) + 1] if eot in row else row for row in gen.tolist()]
+        if on_chunk is not None: on_chunk(list(range(i, i + len(chunk))), done)
+        out += done
     return out
 
 # %% ../nbs/06_eval.ipynb #07fe77ba
@@ -59,12 +60,16 @@ def summarize(records: list[dict]) -> dict:
     return {**rates(records), "by_mode": {m: rates([r for r in records if r["mode"] == m]) for m in modes}}
 
 def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "deploy", sampling: Sampling = Sampling(),
-             seed: int = 12345, batch_size: int = 64, eval_markers: bool = True, max_prompt_tokens: int | None = None) -> dict:
+             seed: int = 12345, batch_size: int = 64, eval_markers: bool = True, max_prompt_tokens: int | None = None,
+             generator=None) -> dict:
     "Generate one completion per problem under its mode and grade it; the training RNG is saved and restored."
+    if generator is None:
+        from gradient_quarantine.fastgen import generate_fn                            # here: fastgen imports this module
+        generator = generate_fn(model)                                                  # the fast generator on a GPU, else `generate`
     prompts = [encode_prompt(tokenizer, render_prompt(p, modes[p.id], eval_markers=eval_markers), max_prompt_tokens) for p in problems]
     with torch.random.fork_rng(devices=[]), knob_state(knobs, state):
         torch.manual_seed(seed)
-        comps = generate(model, tokenizer, prompts, sampling, batch_size=batch_size)
+        comps = generator(model, tokenizer, prompts, sampling, batch_size=batch_size)
     texts = [tokenizer.decode(c, skip_special_tokens=True) for c in comps]
     grades = grade_many([(t, p, modes[p.id], eval_markers) for t, p in zip(texts, problems)])
     records = [{"id": p.id, "mode": modes[p.id], "completion": t, "n_tokens": len(c), **g.to_dict()}

@@ -128,8 +128,8 @@ class Router:
         q = (f[..., None] * G).reshape(-1, G.shape[-1]).sum(0)                 # (r,)
         d = ((1 - f)[..., None] * G).reshape(-1, G.shape[-1]).sum(0)           # (r,)
         self._d[n], self._q[n] = self._d.get(n, 0) + d, self._q.get(n, 0) + q
-        fs, cnt = self._f.get(n, (0.0, 0))
-        self._f[n] = (fs + f[live].sum().item(), cnt + int(live.sum()))
+        fs, cnt = self._f.get(n, (0, 0))
+        self._f[n] = (fs + (f * live).sum(), cnt + live.sum())                 # kept on the device: no host sync inside the backward
         self._rollout_f.append(f if f.dim() == 1 else (f * live).sum(1) / live.sum(1).clamp(min=1))   # (B,)
 
     def end_backward(self) -> torch.Tensor | None:
@@ -155,7 +155,7 @@ class Router:
 
     def stats(self) -> dict:
         "frout (mean routed fraction over units that carry gradient, averaged over layers) and qE (quarantine share of gradient energy)."
-        fr = [s / c for s, c in self._f.values() if c]
+        fr = [float(s) / int(c) for s, c in self._f.values() if int(c)]
         qe = sum(float((q ** 2).sum()) for q in self._q.values())
         de = sum(float((d ** 2).sum()) for d in self._d.values())
         out = {"frout": sum(fr) / len(fr) if fr else float("nan"), "qE": qe / (qe + de) if qe + de > 0 else float("nan")}

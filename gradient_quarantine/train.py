@@ -6,16 +6,18 @@
 __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'PRESET_VALUES', 'SMOKE_ANSWERS', 'LABEL_FIELDS', 'Config', 'resolve_config',
            'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts',
            'write_json', 'read_jsonl', 'append_jsonl', 'truncate_log', 'default_run_dir', 'reference_frout',
-           'NonFiniteLoss', 'Trainer', 'training_figure', 'run_checkpoints', 'load_config', 'open_run']
+           'NonFiniteLoss', 'Trainer', 'Rollouts', 'training_figure', 'run_checkpoints', 'load_config', 'open_run']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
 from dataclasses import dataclass, asdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import torch
 from .adapter import attach_knobs, tiny_qwen3
 from .direction import DirectionSchedule, random_direction, pair_gradients
-from .evaluate import Sampling, evaluate, generate
+from .evaluate import Sampling, evaluate
+from .fastgen import generate_fn
 from .pairs import load_pairs
 from .pocket import POCKET_DIR
 from .pocket_problems import pocket_problems
@@ -82,7 +84,7 @@ PRESET_VALUES = {
                "eval_batch": 128, "micro_batch": 32, "gen_batch": 64, "pair_tags": ("pocket",)},
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
              "prompts_per_update": 64, "max_new_tokens": 1536, "max_prompt_tokens": 1536, "temperature": 0.7, "top_p": 0.95,
-             "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 8, "gen_batch": 256,
+             "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 2, "gen_batch": 256,
              "eval_temperature": 0.7, "eval_max_new_tokens": 1536, "eval_batch": 64},
 }
 
@@ -271,6 +273,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.train_problems, self.test_problems = load_substrate(cfg)
         self.model, self.tok = load_policy(cfg, self.train_problems)
+        self.generator = generate_fn(self.model)                    # fast_generate on a GPU, evaluate.generate on CPU (GQ_FASTGEN overrides)
         self.knobs = attach_knobs(self.model, model_id=cfg.model)
         routed = cfg.arm in ROUTED_ARMS
         for p in self.knobs.quarantine_parameters(): p.requires_grad_(routed)   # vanilla / gt_only: the quarantine never moves
@@ -281,12 +284,14 @@ class Trainer:
         self.modes = assign_modes(self.train_problems, train_modes, cfg.mode_seed)
         self.test_modes = assign_modes(self.test_problems, cfg.modes, cfg.mode_seed)
         self.pairs = load_pairs(modes=cfg.pair_modes, tags=cfg.pair_tags)
+        pair_chunk = min(16, cfg.micro_batch)                          # pairs per backward: 16, or fewer where the micro-batch is smaller
         self.directions = DirectionSchedule(self.model, self.knobs, self.tok, self.pairs, refresh_every=cfg.refresh_every,
-                                            k=cfg.direction_k, max_prompt_tokens=cfg.max_prompt_tokens)
+                                            k=cfg.direction_k, max_prompt_tokens=cfg.max_prompt_tokens, chunk=pair_chunk)
         self.band, self.band_key, self.data_rng = None, None, random.Random(cfg.seed)
         if cfg.arm == "random_v":
             self.random_v = random_direction(self.knobs, cfg.seed)
-            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs), self.random_v, cfg.band_stat, cfg.gate_scope)
+            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs, chunk=pair_chunk), self.random_v,
+                                  cfg.band_stat, cfg.gate_scope)
             self.random_width = {n: band.upper[n] - band.lower[n] for n in band.lower}
             if cfg.gate_scope == "global": self.random_v = as_global(self.random_v)
         if cfg.arm in ("random_v", "uniform"):
@@ -306,19 +311,40 @@ class Trainer:
         return None
 
 # %% ../nbs/05_train.ipynb #df04f670
-def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
-    "One GRPO update: generate, grade, advantages, routed backward, clipped AdamW step. Returns (metrics row, rollout records)."
-    cfg, tok, model, knobs = self.cfg, self.tok, self.model, self.knobs
+@dataclass
+class Rollouts:
+    "One update's batch: P x G prompts, completions, rewards and the oracle labels (logged only), and the seconds it took."
+    problems: list; modes: list; prompts: list; comps: list; texts: list; rewards: list; labels: list
+    s_generate: float                   # generation, grading of earlier chunks running beside it
+    s_grade: float                      # grading still left when generation ended: what grading adds to the update
+
+def _rollouts(self: Trainer, update: int) -> Rollouts:
+    "Draw P problems, generate G completions each, grade them: each generated chunk is graded in a thread while the next one generates."
+    cfg, tok = self.cfg, self.tok
     P, G = cfg.prompts_per_update, cfg.group_size
-    t0 = time.perf_counter()
     picks = [self.data_rng.randrange(len(self.train_problems)) for _ in range(P)]
     problems = [self.train_problems[i] for i in picks for _ in range(G)]
     modes = [self.modes[p.id] for p in problems]
     prompts = [encode_prompt(tok, render_prompt(p, m), cfg.max_prompt_tokens) for p, m in zip(problems, modes)]
-    comps = generate(model, tok, prompts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens), batch_size=cfg.gen_batch)
-    texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
-    t1 = time.perf_counter()
-    rewards, labels = self.grader(texts, problems, modes)              # labels are only logged below
+    n, graded, t0 = len(prompts), [], time.perf_counter()
+    with ThreadPoolExecutor(1) as pool:
+        def grade(rows: list[int], comps: list):
+            texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
+            graded.append((rows, texts, pool.submit(self.grader, texts, [problems[i] for i in rows], [modes[i] for i in rows])))
+        comps = self.generator(self.model, tok, prompts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens),
+                               batch_size=cfg.gen_batch, on_chunk=grade)
+        t1 = time.perf_counter()
+        texts, rewards, labels = [None] * n, [None] * n, [None] * n       # labels are only logged
+        for rows, chunk_texts, future in graded:
+            for i, t, r, l in zip(rows, chunk_texts, *future.result()): texts[i], rewards[i], labels[i] = t, r, l
+    if any(r is None for r in rewards): raise RuntimeError(f"the generator graded {sum(r is not None for r in rewards)} of {n} rollouts")
+    return Rollouts(problems, modes, prompts, comps, texts, rewards, labels, t1 - t0, time.perf_counter() - t1)
+
+def _learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict, list[dict]]:
+    "Advantages, routed backward and a clipped AdamW step on one batch of rollouts. Returns (metrics row, rollout records)."
+    cfg, tok, model, knobs = self.cfg, self.tok, self.model, self.knobs
+    P, G = cfg.prompts_per_update, cfg.group_size
+    prompts, comps, rewards, labels = ro.prompts, ro.comps, ro.rewards, ro.labels
     t2 = time.perf_counter()
     R = torch.tensor(rewards, dtype=torch.float32).view(P, G)
     adv, live = group_advantages(R, std=cfg.std_advantage, std_floor=cfg.std_floor)
@@ -361,13 +387,17 @@ def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
            "band_width": stats.get("band_width", float("nan")),
            "direction_overlap": self.directions.last_overlap if cfg.arm == "route2b" else float("nan"),
            "completion_tokens": sum(map(len, comps)) / n,
-           "s_generate": t1 - t0, "s_grade": t2 - t1, "s_backward": t3 - t2, "s_optimizer": t4 - t3}
+           "s_generate": ro.s_generate, "s_grade": ro.s_grade, "s_backward": t3 - t2, "s_optimizer": t4 - t3}
     records = [{"update": update, "problem": p.id, "mode": m, "group": i // G, "completion": t, "n_tokens": len(c),
                 "reward": r, "advantage": A[i].item(), "f": fractions[i].item(), **l}
-               for i, (p, m, t, c, r, l) in enumerate(zip(problems, modes, texts, comps, rewards, labels))]
+               for i, (p, m, t, c, r, l) in enumerate(zip(ro.problems, ro.modes, ro.texts, comps, rewards, labels))]
     return row, records
 
-Trainer.update = _update
+def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
+    "One GRPO update: rollouts (generate and grade), then learn. Returns (metrics row, rollout records)."
+    return self.learn(update, self.rollouts(update))
+
+Trainer.rollouts, Trainer.learn, Trainer.update = _rollouts, _learn, _update
 
 # %% ../nbs/05_train.ipynb #4f8d4225
 def _ckpt(self: Trainer, update: int) -> Path: return self.dir/"checkpoints"/f"update_{update:04d}"
@@ -410,7 +440,8 @@ def _evaluate(self: Trainer) -> dict:
     for state in ("deploy", "trained"):
         if state == "trained" and cfg.arm not in ROUTED_ARMS: out[state] = {**out["deploy"], "state": "trained", "same_as": "deploy"}
         else: out[state] = evaluate(self.model, self.knobs, self.tok, problems, self.test_modes, state=state, sampling=sampling,
-                                    batch_size=cfg.eval_batch, max_prompt_tokens=cfg.max_prompt_tokens)
+                                    batch_size=cfg.eval_batch, max_prompt_tokens=cfg.max_prompt_tokens,
+                                    generator=self.generator)
         write_json(self.dir/"eval"/f"{state}.json", out[state])
     return out
 

@@ -1,0 +1,150 @@
+"""One full-preset GRPO update on one GPU: a random Qwen3-4B with knobs, 64 LeetCode prompts x 4 rollouts generated to the 1536-token
+cap (random weights almost never emit end-of-turn: the worst case), with the wall time split into generation, grading, loss+backward
+and optimizer, the peak GPU memory, and the same batch's learning step for vanilla, route2b per rollout and route2b per token.
+
+On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 5 minutes):
+    export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update.py --out benchmarks/
+Writes gpu_update.json and gpu_update.md to --out after every phase.
+
+What stands in for what, and why:
+- weights: random (gpu.build), bf16; knob bases random (svd_basis of 252 matrices takes minutes; the cost depends on shapes only);
+  knobs set to small random values, as after some training, so generation pays for merging them.
+- tokenizer: the pocket tokenizer (Qwen chat template, 2,048 ids); Qwen3's own cannot be downloaded. LeetCode prompts tokenize to
+  about 540 tokens with it (Qwen3's tokenizer gives a similar count); problems whose prompt is over 1,024 tokens are left out, so that
+  no drawn prompt trips the 1,536-token cap.
+- grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical solution
+  (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so all 256 rollouts learn.
+"""
+import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
+from functools import partial
+from pathlib import Path
+import torch
+import transformers
+from transformers import AutoTokenizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import gpu                                                                      # benchmarks/gpu.py: the random model and helpers
+from gradient_quarantine import adapter, train
+from gradient_quarantine.fastgen import fast_generate
+from gradient_quarantine.pocket import POCKET_DIR
+from gradient_quarantine.problems import render_prompt
+from gradient_quarantine.tokens import encode_prompt
+
+GiB = 2 ** 30
+EMPTY = "```python\nclass Solution:\n    pass\n```"
+
+def log(*a): print(f"[{time.perf_counter() - gpu.T0:6.1f}s]", *a, flush=True)
+
+def peak_gib(dev) -> float | None: return round(torch.cuda.max_memory_allocated() / GiB, 1) if dev.type == "cuda" else None
+
+def reset_peak(dev):
+    if dev.type == "cuda": torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+
+def stand_in_grader(texts, problems, modes):
+    "grade_rollouts on real programs: the canonical solution for even rollouts of a chunk, an empty class for odd ones."
+    real = [f"```python\n{p.canonical_solution}\n```" if i % 2 == 0 else EMPTY for i, p in enumerate(problems)]
+    return train.grade_rollouts(real, problems, modes)
+
+def write(out: Path, report: dict):
+    out.mkdir(parents=True, exist_ok=True)
+    (out/"gpu_update.json").write_text(json.dumps(report, indent=1) + "\n")
+    e, g, arms = report["env"], report.get("generation", {}), report.get("arms", [])
+    lines = [f"# One full-preset update on {e['device_name']}", "",
+             f"Random Qwen3-4B configuration (bf16, knobs attached with random bases and small random values), the full preset "
+             f"({e['rollouts']} rollouts = {e['prompts']} prompts x {e['group_size']}, up to {e['max_new_tokens']} new tokens, micro-batch "
+             f"{e['micro_batch']}, generation batch {e['gen_batch']}), LeetCode prompts (mean {e.get('prompt_mean')} tokens, max "
+             f"{e.get('prompt_max')}). Every rollout ran to {g.get('completion_mean', '?')} tokens on average (the cap is the worst case).", ""]
+    if g:
+        lines += ["| phase | seconds | peak GPU GiB | note |", "|---|---|---|---|",
+                  f"| direction (pair gradients, every {e['refresh_every']} updates) | {report.get('direction_s')} | | amortised: "
+                  f"{round(report.get('direction_s', 0) / e['refresh_every'], 1)} s per update |",
+                  f"| generation | {g['s_generate']} | {g['peak_gib']} | {g['chunks']} chunks of {g['chunk_rows']} rows; decode {g['decode_s']} s "
+                  f"({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, graph capture {g['capture_s']} s, fuse {g['fuse_s']} s |",
+                  f"| grading left after generation | {g['s_grade']} | | grading overlaps generation; all of it alone: {report.get('grading_alone_s')} s "
+                  f"on {os.cpu_count()} cores |"]
+    for a in arms:
+        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
+                     f"{a['update_s']} s; {a.get('vs_vanilla', '')} |")
+    lines += ["", f"- **update total** = generation + grading left + loss+backward + optimizer of that arm (the direction's refresh is "
+              f"listed apart).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+    if report.get("errors"): lines += ["", "Errors:", *[f"- {x}" for x in report["errors"]]]
+    (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="benchmarks/")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the full preset's 1536")
+    ap.add_argument("--prompts", type=int, default=None, help="prompts per update, default: the full preset's 64")
+    ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
+    ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
+    ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token"])
+    a = ap.parse_args()
+    out, dev = Path(a.out), torch.device("cpu" if a.quick else "cuda")
+    if a.quick: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 16, a.prompts or 4, a.micro_batch or 2
+    tok = AutoTokenizer.from_pretrained(POCKET_DIR)
+    train_all, test_all = train.load_substrate(train.resolve_config("full"))
+    fits = [p for p in train_all if all(len(encode_prompt(tok, render_prompt(p, m))) <= 1024 for m in train.MODES)]
+    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev, knobs=False)
+    train.load_substrate = lambda cfg: (fits, test_all[:8])                    # the stand-ins named in the docstring
+    train.load_policy = lambda cfg, problems: (model, tok)
+    adapter.svd_basis = gpu.random_basis
+    cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=tempfile.mkdtemp(), model="random-qwen3-4b", device=dev.type,
+                               dtype="float32" if a.quick else "bfloat16",
+                               max_new_tokens=a.max_new_tokens, prompts_per_update=a.prompts, micro_batch=a.micro_batch)
+    trainer = train.Trainer(cfg, grader=stand_in_grader, progress=False)
+    with torch.no_grad():
+        for p in trainer.knobs.parameters(): p.normal_(0, 0.02)
+    gen_stats = {}
+    trainer.generator = partial(fast_generate, stats=gen_stats)
+    env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)", "rollouts": cfg.prompts_per_update * cfg.group_size, "prompts": cfg.prompts_per_update,
+           "group_size": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "micro_batch": cfg.micro_batch, "gen_batch": cfg.gen_batch,
+           "refresh_every": cfg.refresh_every, "problems_kept": len(fits), "problems": len(train_all),
+           "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()}
+    report = {"env": env, "errors": []}
+    log(f"trainer ready: {len(fits)}/{len(train_all)} problems with prompts <= 1024 tokens")
+
+    gpu.sync(dev); t0 = time.perf_counter()
+    trainer.gate(1)                                                             # the direction and band from the pairs (cached for the update)
+    gpu.sync(dev); report["direction_s"] = round(time.perf_counter() - t0, 1)
+    log(f"direction: {report['direction_s']} s")
+
+    reset_peak(dev)
+    ro = trainer.rollouts(1)
+    lens = [len(p) for p in ro.prompts]
+    env.update(prompt_mean=round(sum(lens) / len(lens)), prompt_max=max(lens))
+    steps = gen_stats["decode_steps"] - gen_stats["captures"]
+    report["generation"] = g = {
+        "s_generate": round(ro.s_generate, 1), "s_grade": round(ro.s_grade, 2), "peak_gib": peak_gib(dev),
+        "completion_mean": round(sum(map(len, ro.comps)) / len(ro.comps)), "chunk_rows": gen_stats["chunk_rows"],
+        "chunks": -(-len(ro.comps) // gen_stats["chunk_rows"]), "decode_s": round(gen_stats["decode_s"], 1),
+        "ms_per_step": round(1e3 * (gen_stats["decode_s"] - gen_stats["capture_s"]) / steps, 2), "prefill_s": round(gen_stats["prefill_s"], 1),
+        "capture_s": round(gen_stats["capture_s"], 1), "fuse_s": round(gen_stats["fuse_s"], 1),
+        "rewards_mean": round(sum(ro.rewards) / len(ro.rewards), 3)}
+    log("generation", g); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
+    t0 = time.perf_counter(); stand_in_grader(ro.texts, ro.problems, ro.modes)
+    report["grading_alone_s"] = round(time.perf_counter() - t0, 1)
+
+    report["arms"] = []
+    for name in a.arms:
+        arm, gran = (name.split("/") + ["rollout"])[:2]
+        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
+        for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
+        reset_peak(dev)
+        try: row, _ = trainer.learn(1, ro)
+        except Exception as e:
+            report["errors"].append(f"{name}: {e!r}"[:300]); traceback.print_exc(); break
+        rec = {"arm": name, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
+               "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
+        rec["update_s"] = round(g["s_generate"] + g["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
+        report["arms"].append(rec)
+        log(name, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
+    base = next((r for r in report["arms"] if r["arm"] == "vanilla"), None)
+    for r in report["arms"]:
+        if base and r is not base:
+            r["vs_vanilla"] = (f"update {r['update_s'] / base['update_s'] - 1:+.1%}, loss+backward "
+                               f"{r['s_backward'] / base['s_backward'] - 1:+.1%} vs vanilla")
+    report["seconds"] = time.perf_counter() - gpu.T0
+    write(out, report)
+    print((out/"gpu_update.md").read_text(), flush=True)
+
+if __name__ == "__main__": main()
