@@ -30,15 +30,8 @@ from gradient_quarantine.pocket import POCKET_DIR
 from gradient_quarantine.problems import render_prompt
 from gradient_quarantine.tokens import encode_prompt
 
-GiB = 2 ** 30
 EMPTY = "```python\nclass Solution:\n    pass\n```"
-
-def log(*a): print(f"[{time.perf_counter() - gpu.T0:6.1f}s]", *a, flush=True)
-
-def peak_gib(dev) -> float | None: return round(torch.cuda.max_memory_allocated() / GiB, 1) if dev.type == "cuda" else None
-
-def reset_peak(dev):
-    if dev.type == "cuda": torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+log, peak_gib, free_memory = gpu.log, gpu.peak_gib, gpu.free_memory
 
 def stand_in_grader(texts, problems, modes):
     "grade_rollouts on real programs: the canonical solution for even rollouts of a chunk, an empty class for odd ones."
@@ -108,7 +101,7 @@ def main():
     gpu.sync(dev); report["direction_s"] = round(time.perf_counter() - t0, 1)
     log(f"direction: {report['direction_s']} s")
 
-    reset_peak(dev)
+    free_memory(dev)
     ro = trainer.rollouts(1)
     lens = [len(p) for p in ro.prompts]
     env.update(prompt_mean=round(sum(lens) / len(lens)), prompt_max=max(lens))
@@ -129,7 +122,7 @@ def main():
         arm, gran = (name.split("/") + ["rollout"])[:2]
         trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
-        reset_peak(dev)
+        free_memory(dev)
         try: row, _ = trainer.learn(1, ro)
         except Exception as e:
             report["errors"].append(f"{name}: {e!r}"[:300]); traceback.print_exc(); break
