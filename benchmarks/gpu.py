@@ -16,7 +16,8 @@ from transformers.generation.logits_process import TemperatureLogitsWarper, TopK
 from transformers.generation.stopping_criteria import StoppingCriteria, StoppingCriteriaList
 from gradient_quarantine import adapter
 from gradient_quarantine.evaluate import Sampling, generate
-from gradient_quarantine.fastgen import TokenIds, fast_generate, sample_next
+from gradient_quarantine.fastgen import TokenIds, decode_attention, fast_generate, sample_next
+from gradient_quarantine.train import PRESET_VALUES
 
 QWEN3_4B = dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                 vocab_size=151936, max_position_embeddings=40960, tie_word_embeddings=True, rms_norm_eps=1e-6,
@@ -24,7 +25,8 @@ QWEN3_4B = dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, 
 QUICK = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
              vocab_size=1024, max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6,
              rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
-ROLLOUT = Sampling(temperature=0.7, top_p=0.95, top_k=0)                       # the training rollout setting
+FULL = PRESET_VALUES["full"]
+ROLLOUT = Sampling(temperature=FULL["temperature"], top_p=FULL["top_p"], top_k=FULL["top_k"])   # the full preset's rollouts
 GRAPHS = None                                                                   # fast_generate's default (graphs on CUDA); --eager: off
 T0 = time.perf_counter()
 GiB = 2 ** 30
@@ -128,7 +130,7 @@ def check_small(dev) -> dict:
         emp = torch.bincount(torch.tensor(tokens), minlength=V) / n
         return {"n": n, "tv": round(0.5 * (emp - p).abs().sum().item(), 4), "bound": round(0.5 * ((K - 1) / n) ** 0.5 + (math.log(1e4) / (2 * n)) ** 0.5, 4),
                 "outside": emp[p == 0].sum().item()}
-    for s in (Sampling(1.0, 0.8, 0, 3), Sampling(0.7, 1.0, 5, 3)):
+    for s in (Sampling(1.0, 0.8, 0, 3), Sampling(0.7, 1.0, 5, 3), Sampling(0.7, 0.9, 8, 3)):
         torch.manual_seed(0)
         outs = fast_generate(small, TokenIds(eot=1), [prompt] * N, s, batch_size=N, graphs=GRAPHS)     # token 3 comes from a replayed graph on CUDA
         pre = Counter(tuple(o[:2]) for o in outs if len(o) == 3).most_common(1)[0][0]
@@ -136,6 +138,41 @@ def check_small(dev) -> dict:
             "first": tv([o[0] for o in outs], target([], s)),
             "third": tv([o[2] for o in outs if len(o) == 3 and tuple(o[:2]) == pre], target(list(pre), s))}
     return out
+
+def check_kernel(dev, dtype) -> dict:
+    "decode_attention against masked SDPA at Qwen3-4B's head shapes (32 query / 8 KV heads, head dim 128), per-row first slots."
+    g = torch.Generator(device=dev).manual_seed(0)
+    b, H, Hkv, S, hd = 16, 32, 8, 1200, 128
+    q = torch.randn(b, H, hd, generator=g, device=dev, dtype=dtype)
+    k, v = (torch.randn(b, Hkv, S, hd, generator=g, device=dev, dtype=dtype) for _ in range(2))
+    first = torch.randint(0, 600, (b,), generator=g, device=dev)
+    out = {}
+    for last in (700, 1100):
+        allowed = (torch.arange(S, device=dev)[None] >= first[:, None]) & (torch.arange(S, device=dev)[None] <= last)
+        ref = torch.nn.functional.scaled_dot_product_attention(q[:, :, None].float(), k.repeat_interleave(H // Hkv, 1).float(),
+                                                               v.repeat_interleave(H // Hkv, 1).float(), attn_mask=allowed[:, None, None],
+                                                               scale=hd ** -0.5)[:, :, 0]
+        got = decode_attention(q, k, v, first, torch.tensor([last], device=dev), hd ** -0.5).float()
+        out[f"last {last}"] = round((got - ref).abs().max().item(), 5)
+    return {"dtype": str(dtype), "max_abs_error": out}
+
+def profile_prefill(model, dev, batch: int, length: int, top: int = 10) -> list[dict]:
+    "CUDA time by kernel of one fast prefill of `batch` prompts of `length` tokens."
+    from torch.profiler import ProfilerActivity, profile
+    from gradient_quarantine.fastgen import StaticDecoder, fused_weights
+    V = model.config.vocab_size
+    with torch.no_grad():
+        dec = StaticDecoder(model, fused_weights(model), batch, length + 16, ROLLOUT, V, 0, kernel=True)
+        prompts = random_prompts(batch, length, V, seed=2)
+        dec.prefill(prompts); sync(dev)
+        t0 = time.perf_counter(); dec.prefill(prompts); sync(dev); wall = time.perf_counter() - t0
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            dec.prefill(prompts); sync(dev)
+    rows = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in rows)
+    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(e.device_time_total / 1e3, 3), "share": round(e.device_time_total / total, 3)}
+            for e in rows[:top]] + [{"kernel": f"all kernels (wall {wall:.2f} s for {batch} x {length} tokens)", "calls": sum(e.count for e in rows),
+                                     "ms": round(total / 1e3, 3), "share": 1.0}]
 
 def teacher_forced(model, dev, prompts, comps) -> dict:
     "Each generated token against a full-sequence forward of prompt + completion: argmax agreement and regret (max logit - its logit)."
@@ -176,7 +213,7 @@ def profile_step(model, dev, batch: int, ctx: int, top: int = 14) -> list[dict]:
     from gradient_quarantine.fastgen import StaticDecoder, fused_weights
     V = model.config.vocab_size
     with torch.no_grad():
-        dec = StaticDecoder(model, fused_weights(model), batch, ctx + 16, ROLLOUT, V, 0, bucket=ctx + 16)
+        dec = StaticDecoder(model, fused_weights(model), batch, ctx + 16, ROLLOUT, V, 0, kernel=True)
         dec.prefill(random_prompts(batch, ctx, V, seed=1)); dec.decode(ctx + 16); sync(dev)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             dec.decode(ctx + 16); sync(dev)
@@ -186,18 +223,20 @@ def profile_step(model, dev, batch: int, ctx: int, top: int = 14) -> list[dict]:
             for e in rows[:top]] + [{"kernel": "all kernels", "calls": sum(e.count for e in rows), "ms": round(total / 1e3, 3), "share": 1.0}]
 
 # ---------------------------------------------------------------- timings
-def time_fast(model, dev, batch, prompt, new, bucket) -> dict:
+def time_fast(model, dev, batch, prompt, new, bucket, attention=None) -> dict:
+    "ms per replayed decode step of fast_generate, its default attention (the kernel on CUDA) or SDPA in buckets (attention='sdpa': columns prefixed sdpa_)."
     V = model.config.vocab_size
     prompts = random_prompts(batch, prompt, V, seed=batch + new)
     tok, s = TokenIds(eot=V), Sampling(ROLLOUT.temperature, ROLLOUT.top_p, ROLLOUT.top_k, new)
-    fast_generate(model, tok, prompts[:4], Sampling(s.temperature, s.top_p, s.top_k, 2), bucket=bucket, graphs=GRAPHS)   # warm-up (cuBLAS, allocator)
+    fast_generate(model, tok, prompts[:4], Sampling(s.temperature, s.top_p, s.top_k, 2), bucket=bucket, graphs=GRAPHS, attention=attention)   # warm-up
     free_memory(dev)
     stats, t0 = {}, time.perf_counter()
-    out = fast_generate(model, tok, prompts, s, batch_size=batch, bucket=bucket, stats=stats, graphs=GRAPHS)
+    out = fast_generate(model, tok, prompts, s, batch_size=batch, bucket=bucket, stats=stats, graphs=GRAPHS, attention=attention)
     total = time.perf_counter() - t0
     assert all(len(o) == new for o in out), "a row stopped early: the end-of-turn id must be outside the vocabulary"
     replays = stats["decode_steps"] - stats["captures"]
     ms = 1e3 * (stats["decode_s"] - stats["capture_s"]) / replays if replays else float("nan")
+    if attention == "sdpa": return {"sdpa_ms": round(ms, 2), "sdpa_graphs": stats["captures"], "sdpa_capture_s": round(stats["capture_s"], 2)}
     return {"fast_ms": round(ms, 2), "fast_tok_s": round(batch * 1e3 / ms) if replays else None, "fast_prefill_s": round(stats["prefill_s"], 2),
             "chunk_rows": stats["chunk_rows"], "fuse_s": round(stats["fuse_s"], 2),
             "graphs": stats["captures"], "capture_s": round(stats["capture_s"], 2), "fast_total_s": round(total, 2), "fast_peak_gib": peak_gib(dev)}
@@ -235,9 +274,9 @@ def time_sampling(dev, batch, V, dtype, reps=5) -> float:
 
 # ---------------------------------------------------------------- report
 COLS = [("batch", "batch"), ("prompt", "prompt"), ("new", "new"), ("ctx", "mean ctx"), ("plain_ms", "plain ms/step"),
-        ("fast_ms", "fast ms/step"), ("fast_tok_s", "fast tok/s"), ("floor_ms", "floor ms/step"), ("fast_over_floor", "fast / floor"),
+        ("fast_ms", "fast ms/step"), ("sdpa_ms", "fast, SDPA attention ms/step"), ("fast_tok_s", "fast tok/s"), ("floor_ms", "floor ms/step"), ("fast_over_floor", "fast / floor"),
         ("plain_over_fast", "plain / fast"), ("sampling_ms", "sampling ms"), ("fast_prefill_s", "fast prefill s"),
-        ("graphs", "graphs"), ("capture_s", "capture s"), ("chunk_rows", "rows per chunk"), ("fuse_s", "fuse s"),
+        ("graphs", "graphs"), ("capture_s", "capture s"), ("sdpa_graphs", "SDPA graphs"), ("sdpa_capture_s", "SDPA capture s"), ("chunk_rows", "rows per chunk"), ("fuse_s", "fuse s"),
         ("fast_peak_gib", "fast peak GiB"), ("note", "note")]
 
 def checks_text(checks: dict) -> str:
@@ -261,12 +300,16 @@ def checks_text(checks: dict) -> str:
                      f"{f32['rows']} rows: fast equals plain `generate` in {f32['equal_rows']}/{f32['rows']} rows (first mismatch at "
                      f"{f32['first_mismatch']}; {f32['new']} = none); fast vs a teacher-forced forward: agrees {f32['fast_vs_forward']['agree']}")
     elif f32: lines.append(f"- fp32 check: {f32}")
+    if isinstance(kern := checks.get("kernel"), dict):
+        lines.append(f"- decode attention kernel vs masked SDPA (fp32 reference), {kern['dtype']}, 16 rows, 32 query / 8 KV heads, head dim 128, "
+                     f"first slots 0-599: max abs error {kern['max_abs_error']}")
+    elif kern: lines.append(f"- kernel check: {kern}")
     return "\n".join(lines)
 
-def profile_text(prof) -> str:
+def profile_text(prof, title: str, what: str) -> str:
     if not prof: return ""
-    if isinstance(prof, str): return f"\n\n## Profile\n\n{prof}\n"
-    return ("\n\n## Where one step's time goes\n\nOne eager fast decode step (no graph), CUDA time by kernel:\n\n| kernel | calls | ms | share |\n|---|---|---|---|\n"
+    if isinstance(prof, str): return f"\n\n## {title}\n\n{prof}\n"
+    return (f"\n\n## {title}\n\n{what}, CUDA time by kernel:\n\n| kernel | calls | ms | share |\n|---|---|---|---|\n"
             + "\n".join(f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof) + "\n")
 
 def write(out: Path, report: dict):
@@ -276,19 +319,23 @@ def write(out: Path, report: dict):
     table = "| " + " | ".join(h for _, h in COLS) + " |\n|" + "---|" * len(COLS) + "\n" + "\n".join(
         "| " + " | ".join("" if r.get(k) is None else str(r[k]) for k, _ in COLS) + " |" for r in rows)
     e = report["env"]
+    profiles = (profile_text(report.get("profile"), "Where one step's time goes", "One eager fast decode step (no graph)")
+                + profile_text(report.get("profile_prefill"), "Where a prefill goes", "One fast prefill of 128 prompts of 640 tokens"))
     text = (f"# fast_generate vs plain generate: decode on {e['device_name']}\n\n"
             f"Random {e['arch']} ({e['dtype']}, CUDA graphs {'on' if e['graphs'] else 'off'}, knobs attached with random bases and small random values), sampling {e['sampling']}, "
             f"end-of-turn outside the vocabulary (every row runs the full length).\n\n{table}\n\n"
-            f"- **fast ms/step**: decode time over replayed steps, i.e. without the prefill and without the one eager step + capture per "
-            f"bucket of {e['bucket']} slots (those are `capture s`).\n"
+            f"- **fast ms/step**: decode time over replayed steps, i.e. without the prefill and without the eager step + capture of each "
+            f"graph (those are `capture s`). The decode attention kernel reads each row's own slots: one graph per chunk size.\n"
+            f"- **fast, SDPA attention**: the same generator with `attention='sdpa'` (masked SDPA over the first S slots, S in buckets of "
+            f"{e['bucket']}: one graph per bucket), timed side by side in this run.\n"
             f"- **plain ms/step**: HF `model.generate` called as `evaluate.generate` calls it, timed step by step (a stopping criterion that "
             f"syncs and reads the clock) over its first {e['plain_steps']} decode steps only, from a prompt of mean ctx - {e['plain_steps']}/2 "
             f"tokens, to keep the run short.\n"
             f"- **floor**: (bytes a step must read: {e.get('weight_gib')} GiB of weights, knobs merged into them, + the K/V of the mean context) / the measured "
             f"copy bandwidth {e['copy_gb_s']} GB/s (bytes read + written per second of a {e['copy_gib']} GiB device copy). The knob bases "
             f"({e.get('basis_gib')} GiB), which plain `generate` reads at every step through the knob layers, are not counted.\n"
-            f"- **sampling ms**: one eager `sample_next` on (batch, vocab) logits in the model's dtype (temperature, top-p sort, draw): part of each fast step.\n\n"
-            f"## Checks\n\n{checks_text(report['checks'])}{profile_text(report.get('profile'))}\n\n"
+            f"- **sampling ms**: one eager `sample_next` on (batch, vocab) logits in the model's dtype (temperature, top-k candidates, top-p, draw): part of each fast step.\n\n"
+            f"## Checks\n\n{checks_text(report['checks'])}{profiles}\n\n"
             f"torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {e['seconds']:.0f} s in all.\n")
     (out/"gpu.md").write_text(text)
 
@@ -305,6 +352,7 @@ def main():
     ap.add_argument("--eager", action="store_true", help="fast_generate without CUDA graphs (to diagnose a capture failure)")
     ap.add_argument("--profile", action="store_true", help="add a by-kernel profile of one eager decode step at the largest batch")
     ap.add_argument("--budget", type=float, default=420, help="seconds after which remaining measurements are skipped")
+    ap.add_argument("--no-sdpa", action="store_true", help="skip the side-by-side timing of fast_generate with SDPA attention in buckets")
     a = ap.parse_args()
     global GRAPHS
     GRAPHS, q = (False if a.eager else None), a.quick
@@ -332,6 +380,10 @@ def main():
     except Exception as e: report["checks"]["small"] = f"FAILED: {e!r}"; traceback.print_exc()
     log("small-model checks", report["checks"]["small"]); write(out, {**report, "env": {**env, "seconds": time.perf_counter() - T0}})
 
+    if dev.type == "cuda":
+        try: report["checks"]["kernel"] = check_kernel(dev, dtype)
+        except Exception as e: report["checks"]["kernel"] = f"FAILED: {e!r}"; traceback.print_exc()
+        log("kernel check", report["checks"]["kernel"])
     if not q and dev.type == "cuda":
         try: report["checks"]["fp32"] = check_fp32(dev)
         except Exception as e: report["checks"]["fp32"] = f"FAILED: {e!r}"; traceback.print_exc()
@@ -351,6 +403,9 @@ def main():
         try: report["profile"] = profile_step(model, dev, batches[-1], prompt + news[0] // 2)
         except Exception as e: report["profile"] = f"FAILED: {e!r}"; traceback.print_exc()
         log("profile", report["profile"]); free_memory(dev)
+        try: report["profile_prefill"] = profile_prefill(model, dev, 128, 640)
+        except Exception as e: report["profile_prefill"] = f"FAILED: {e!r}"; traceback.print_exc()
+        log("prefill profile", report["profile_prefill"]); free_memory(dev)
 
     for new in news:
         for batch in batches:
@@ -371,6 +426,11 @@ def main():
                     try: row.update(time_fast(model, dev, batch, prompt, new, bucket))
                     except Exception as e: notes.append(f"fast: {e!r}"[:300]); traceback.print_exc()
                     log(f"fast   batch {batch} new {new}: {row.get('fast_ms')} ms/step")
+                    if dev.type == "cuda" and not a.no_sdpa:
+                        free_memory(dev)
+                        try: row.update(time_fast(model, dev, batch, prompt, new, bucket, attention="sdpa"))
+                        except Exception as e: notes.append(f"fast sdpa: {e!r}"[:300]); traceback.print_exc()
+                        log(f"fast (SDPA attention) batch {batch} new {new}: {row.get('sdpa_ms')} ms/step")
                 free_memory(dev)
                 need = 1.05 * kv_bytes(cfg, batch, ctx + steps, elem) + 4 * batch * (ctx - steps / 2) * cfg.intermediate_size * elem + 2 * GiB
                 if not fits(dev, need): notes.append(f"plain skipped: needs ~{need / GiB:.0f} GiB")

@@ -15,7 +15,7 @@ What stands in for what, and why:
 - grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical solution
   (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so all 256 rollouts learn.
 """
-import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
+import argparse, contextlib, dataclasses, json, os, platform, sys, tempfile, time, traceback
 from functools import partial
 from pathlib import Path
 import torch
@@ -51,15 +51,17 @@ def write(out: Path, report: dict):
         lines += ["| phase | seconds | peak GPU GiB | note |", "|---|---|---|---|",
                   f"| direction (pair gradients, every {e['refresh_every']} updates) | {report.get('direction_s')} | | amortised: "
                   f"{round(report.get('direction_s', 0) / e['refresh_every'], 1)} s per update |",
-                  f"| generation | {g['s_generate']} | {g['peak_gib']} | {g['chunks']} chunks of {g['chunk_rows']} rows; decode {g['decode_s']} s "
-                  f"({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, graph capture {g['capture_s']} s, fuse {g['fuse_s']} s |",
+                  f"| generation | {g['s_generate']} | {g['peak_gib']} | {g['chunks']} chunks of {g['chunk_rows']} rows, {g.get('attention')} attention; "
+                  f"decode {g['decode_s']} s ({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, {g.get('captures')} graph captures "
+                  f"{g['capture_s']} s, fuse {g['fuse_s']} s |",
                   f"| grading left after generation | {g['s_grade']} | | grading overlaps generation; all of it alone: {report.get('grading_alone_s')} s "
                   f"on {os.cpu_count()} cores |"]
     for a in arms:
-        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
+        lines.append(f"| loss+backward, {a['arm']}{'' if a.get('merged_forward') else ' (three-product forward)'} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
                      f"{a['update_s']} s; {a.get('vs_vanilla', '')} |")
     lines += ["", f"- **update total** = generation + grading left + loss+backward + optimizer of that arm (the direction's refresh is "
-              f"listed apart).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+              f"listed apart).", "- The learning step reads each layer as one merged matrix (`merged_forward`, the full preset's setting) unless "
+              "marked three-product, which is the same step through W x + U(k * (V^T x)).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
     if report.get("errors"): lines += ["", "Errors:", *[f"- {x}" for x in report["errors"]]]
     (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
 
@@ -71,6 +73,7 @@ def main():
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
     ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
     ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token"])
+    ap.add_argument("--compare-unmerged", action="store_true", help="also time vanilla's learning step with the three-product forward")
     a = ap.parse_args()
     out, dev = Path(a.out), torch.device("cpu" if a.quick else "cuda")
     if a.quick: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 16, a.prompts or 4, a.micro_batch or 2
@@ -97,7 +100,8 @@ def main():
     log(f"trainer ready: {len(fits)}/{len(train_all)} problems with prompts <= 1024 tokens")
 
     gpu.sync(dev); t0 = time.perf_counter()
-    trainer.gate(1)                                                             # the direction and band from the pairs (cached for the update)
+    with trainer.knobs.merged() if cfg.merged_forward else contextlib.nullcontext():   # as inside Trainer.learn
+        trainer.gate(1)                                                         # the direction and band from the pairs (cached for the update)
     gpu.sync(dev); report["direction_s"] = round(time.perf_counter() - t0, 1)
     log(f"direction: {report['direction_s']} s")
 
@@ -111,29 +115,31 @@ def main():
         "completion_mean": round(sum(map(len, ro.comps)) / len(ro.comps)), "chunk_rows": gen_stats["chunk_rows"],
         "chunks": -(-len(ro.comps) // gen_stats["chunk_rows"]), "decode_s": round(gen_stats["decode_s"], 1),
         "ms_per_step": round(1e3 * (gen_stats["decode_s"] - gen_stats["capture_s"]) / steps, 2), "prefill_s": round(gen_stats["prefill_s"], 1),
-        "capture_s": round(gen_stats["capture_s"], 1), "fuse_s": round(gen_stats["fuse_s"], 1),
+        "capture_s": round(gen_stats["capture_s"], 1), "captures": gen_stats["captures"], "fuse_s": round(gen_stats["fuse_s"], 1),
+        "attention": gen_stats["attention"],
         "rewards_mean": round(sum(ro.rewards) / len(ro.rewards), 3)}
     log("generation", g); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     t0 = time.perf_counter(); stand_in_grader(ro.texts, ro.problems, ro.modes)
     report["grading_alone_s"] = round(time.perf_counter() - t0, 1)
 
     report["arms"] = []
-    for name in a.arms:
+    for name in a.arms + (["vanilla/three-product"] if a.compare_unmerged else []):
         arm, gran = (name.split("/") + ["rollout"])[:2]
-        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
+        merged = cfg.merged_forward and gran != "three-product"
+        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity="rollout" if gran == "three-product" else gran, merged_forward=merged)
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
         free_memory(dev)
         try: row, _ = trainer.learn(1, ro)
         except Exception as e:
             report["errors"].append(f"{name}: {e!r}"[:300]); traceback.print_exc(); break
-        rec = {"arm": name, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
+        rec = {"arm": name, "merged_forward": merged, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
                "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
         rec["update_s"] = round(g["s_generate"] + g["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
         report["arms"].append(rec)
         log(name, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     base = next((r for r in report["arms"] if r["arm"] == "vanilla"), None)
     for r in report["arms"]:
-        if base and r is not base:
+        if base and r is not base and r["arm"] != "vanilla/three-product":
             r["vs_vanilla"] = (f"update {r['update_s'] / base['update_s'] - 1:+.1%}, loss+backward "
                                f"{r['s_backward'] / base['s_backward'] - 1:+.1%} vs vanilla")
     report["seconds"] = time.perf_counter() - gpu.T0
