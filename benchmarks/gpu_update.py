@@ -15,7 +15,7 @@ What stands in for what, and why:
 - grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical solution
   (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so all 256 rollouts learn.
 """
-import argparse, contextlib, dataclasses, json, os, platform, sys, tempfile, time, traceback
+import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
 from functools import partial
 from pathlib import Path
 import torch
@@ -28,7 +28,7 @@ from gradient_quarantine import adapter, train
 from gradient_quarantine.fastgen import fast_generate
 from gradient_quarantine.pocket import POCKET_DIR
 from gradient_quarantine.problems import render_prompt
-from gradient_quarantine.tokens import encode_prompt
+from gradient_quarantine.tokens import encode_prompt, make_batch, token_logprobs
 
 EMPTY = "```python\nclass Solution:\n    pass\n```"
 log, peak_gib, free_memory = gpu.log, gpu.peak_gib, gpu.free_memory
@@ -37,6 +37,27 @@ def stand_in_grader(texts, problems, modes):
     "grade_rollouts on real programs: the canonical solution for even rollouts of a chunk, an empty class for odd ones."
     real = [f"```python\n{p.canonical_solution}\n```" if i % 2 == 0 else EMPTY for i, p in enumerate(problems)]
     return train.grade_rollouts(real, problems, modes)
+
+def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
+    "CUDA time by kernel (CPU: by op) of one vanilla learning micro-batch: the knobs-off reference forward, the policy forward and the backward."
+    from torch.profiler import ProfilerActivity, profile
+    rows = list(range(trainer.cfg.micro_batch))
+    b = make_batch([ro.prompts[i] for i in rows], [ro.comps[i] for i in rows], trainer.tok.pad_token_id).to(dev)
+    def step():
+        with torch.no_grad(), trainer.knobs.off(): token_logprobs(trainer.model, b)
+        (token_logprobs(trainer.model, b) * b.completion_mask).sum().backward()
+    step(); gpu.sync(dev)
+    t0 = time.perf_counter(); step(); gpu.sync(dev); wall = time.perf_counter() - t0
+    cuda = dev.type == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        step(); gpu.sync(dev)
+    trainer.opt.zero_grad(set_to_none=True)
+    us = (lambda e: e.device_time_total) if cuda else (lambda e: e.self_cpu_time_total)          # CPU (--quick): self time per op
+    ev = sorted(prof.key_averages(), key=lambda e: -us(e))
+    total = sum(map(us, ev))
+    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(us(e) / 1e3, 1), "share": round(us(e) / total, 3)}
+            for e in ev[:top]] + [{"kernel": f"all kernels (wall {wall:.2f} s, {b.input_ids.numel()} tokens)", "calls": sum(e.count for e in ev),
+                                   "ms": round(total / 1e3, 1), "share": 1.0}]
 
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
@@ -57,11 +78,14 @@ def write(out: Path, report: dict):
                   f"| grading left after generation | {g['s_grade']} | | grading overlaps generation; all of it alone: {report.get('grading_alone_s')} s "
                   f"on {os.cpu_count()} cores |"]
     for a in arms:
-        lines.append(f"| loss+backward, {a['arm']}{'' if a.get('merged_forward') else ' (three-product forward)'} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
+        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
                      f"{a['update_s']} s; {a.get('vs_vanilla', '')} |")
     lines += ["", f"- **update total** = generation + grading left + loss+backward + optimizer of that arm (the direction's refresh is "
-              f"listed apart).", "- The learning step reads each layer as one merged matrix (`merged_forward`, the full preset's setting) unless "
-              "marked three-product, which is the same step through W x + U(k * (V^T x)).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+              f"listed apart).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+    if isinstance(prof := report.get("profile"), list):
+        lines += ["", "## Where a learning micro-batch goes", "", f"One vanilla micro-batch of {e['micro_batch']} rollouts (reference forward, "
+                  "policy forward, backward), CUDA time by kernel:", "", "| kernel | calls | ms | share |", "|---|---|---|---|",
+                  *[f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof]]
     if report.get("errors"): lines += ["", "Errors:", *[f"- {x}" for x in report["errors"]]]
     (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
 
@@ -73,7 +97,7 @@ def main():
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
     ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
     ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token"])
-    ap.add_argument("--compare-unmerged", action="store_true", help="also time vanilla's learning step with the three-product forward")
+    ap.add_argument("--profile", action="store_true", help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, as steps after a profile ran slower")
     a = ap.parse_args()
     out, dev = Path(a.out), torch.device("cpu" if a.quick else "cuda")
     if a.quick: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 16, a.prompts or 4, a.micro_batch or 2
@@ -100,8 +124,7 @@ def main():
     log(f"trainer ready: {len(fits)}/{len(train_all)} problems with prompts <= 1024 tokens")
 
     gpu.sync(dev); t0 = time.perf_counter()
-    with trainer.knobs.merged() if cfg.merged_forward else contextlib.nullcontext():   # as inside Trainer.learn
-        trainer.gate(1)                                                         # the direction and band from the pairs (cached for the update)
+    trainer.gate(1)                                                             # the direction and band from the pairs (cached for the update)
     gpu.sync(dev); report["direction_s"] = round(time.perf_counter() - t0, 1)
     log(f"direction: {report['direction_s']} s")
 
@@ -123,25 +146,28 @@ def main():
     report["grading_alone_s"] = round(time.perf_counter() - t0, 1)
 
     report["arms"] = []
-    for name in a.arms + (["vanilla/three-product"] if a.compare_unmerged else []):
+    for name in a.arms:
         arm, gran = (name.split("/") + ["rollout"])[:2]
-        merged = cfg.merged_forward and gran != "three-product"
-        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity="rollout" if gran == "three-product" else gran, merged_forward=merged)
+        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
         free_memory(dev)
         try: row, _ = trainer.learn(1, ro)
         except Exception as e:
             report["errors"].append(f"{name}: {e!r}"[:300]); traceback.print_exc(); break
-        rec = {"arm": name, "merged_forward": merged, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
+        rec = {"arm": name, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
                "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
         rec["update_s"] = round(g["s_generate"] + g["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
         report["arms"].append(rec)
         log(name, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     base = next((r for r in report["arms"] if r["arm"] == "vanilla"), None)
     for r in report["arms"]:
-        if base and r is not base and r["arm"] != "vanilla/three-product":
+        if base and r is not base:
             r["vs_vanilla"] = (f"update {r['update_s'] / base['update_s'] - 1:+.1%}, loss+backward "
                                f"{r['s_backward'] / base['s_backward'] - 1:+.1%} vs vanilla")
+    if a.profile:                                                               # last: the profiler slows the steps after it
+        try: report["profile"] = profile_learn(trainer, ro, dev)
+        except Exception as e: report["errors"].append(f"profile: {e!r}"[:300]); traceback.print_exc()
+        log("learn profile", report.get("profile")); free_memory(dev)
     report["seconds"] = time.perf_counter() - gpu.T0
     write(out, report)
     print((out/"gpu_update.md").read_text(), flush=True)

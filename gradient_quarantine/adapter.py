@@ -11,7 +11,6 @@ import contextlib, hashlib, json, os
 from pathlib import Path
 import torch
 from torch import nn
-import torch.nn.functional as F
 from safetensors import safe_open
 from safetensors.torch import save_file
 
@@ -44,25 +43,6 @@ def svd_basis(weight: torch.Tensor, *, cache: bool = True) -> tuple[torch.Tensor
     return U, Vh, digest
 
 # %% ../nbs/02_adapter.ipynb #47242e37
-class _MergedKnobProduct(torch.autograd.Function):
-    "y = W' x with W' = W + U diag(k) Vh built once; the backward gives dx = W'^T dy and the per-token knob terms (U^T dy_t) * (Vh x_t)."
-    @staticmethod
-    def forward(ctx, x, k, layer):                          # x: (..., d_in), k: (r,)
-        W = layer.cached_merged_weight()                    # (d_out, d_in)
-        ctx.save_for_backward(x)
-        ctx.layer, ctx.W, ctx.sink = layer, W, layer.state["sink"]
-        return F.linear(x, W, layer.base.bias)              # (..., d_out)
-
-    @staticmethod
-    def backward(ctx, dy):                                  # dy: (..., d_out)
-        (x,), layer, dk = ctx.saved_tensors, ctx.layer, None
-        dx = dy @ ctx.W if ctx.needs_input_grad[0] else None                      # (..., d_in)
-        if ctx.needs_input_grad[1] or ctx.sink is not None:
-            g = (dy @ layer.U).float() * (x @ layer.Vh.T).float()                 # (..., r) g_t = delta_t * h_t, per token
-            if ctx.sink is not None: ctx.sink.consume(layer, g)
-            if ctx.needs_input_grad[1]: dk = g.reshape(-1, g.shape[-1]).sum(0)   # (r,)
-        return dx, dk, None
-
 class KnobLinear(nn.Module):
     "A frozen nn.Linear plus U((s + s_q) * (Vh x)), with a hook that hands per-token knob gradients to a sink."
     def __init__(self, base: nn.Linear, U: torch.Tensor, Vh: torch.Tensor, state: dict, name: str):
@@ -74,7 +54,6 @@ class KnobLinear(nn.Module):
         self.register_buffer("Vh", Vh.to(dev, dt), persistent=False)  # (r, d_in)
         self.deployed = nn.Parameter(torch.zeros(U.shape[1], device=dev))    # s, fp32
         self.quarantine = nn.Parameter(torch.zeros(U.shape[1], device=dev))  # s_q, fp32
-        self._merged = None                                 # (knob state, W') while Knobs.merged() is on
 
     def knob(self) -> torch.Tensor | None:
         "The vector (r,) that scales Vh x now: s, or s + s_q; None while the knobs are off."
@@ -88,17 +67,10 @@ class KnobLinear(nn.Module):
         if k is None or not k.any(): return W
         return torch.addmm(W.float(), self.U.float() * k, self.Vh.float()).to(W.dtype)   # (d_out, r) * (r,) @ (r, d_in)
 
-    def cached_merged_weight(self) -> torch.Tensor:
-        "`merged_weight()`, rebuilt only when the knobs or the quarantine switch changed since the last call."
-        key = (self.state["quarantine_off"], self.deployed._version, self.quarantine._version)
-        if self._merged is None or self._merged[0] != key: self._merged = (key, self.merged_weight())
-        return self._merged[1]
-
     def forward(self, x):                                   # x: (..., d_in)
-        k = self.knob()
-        if k is None: return self.base(x)
-        if self.state["merged"]: return _MergedKnobProduct.apply(x, k, self)
         y = self.base(x)                                    # (..., d_out)
+        k = self.knob()
+        if k is None: return y
         h = x @ self.Vh.T                                   # (..., r)
         kh = h * k.to(h.dtype)                              # (..., r)
         sink = self.state["sink"]
@@ -139,14 +111,6 @@ class Knobs:
     def quarantine_off(self):
         "Context: the quarantine contributes nothing, without touching its values (extraction reads the deployed path)."
         return self._set("quarantine_off", True)
-
-    @contextlib.contextmanager
-    def merged(self):
-        "Context: each layer computes as one merged matrix W' (built once per knob value), and the backward still hands per-token knob gradients to the sink."
-        try:
-            with self._set("merged", True): yield self
-        finally:
-            for m in self.layers.values(): m._merged = None
 
     def collect(self, sink):
         "Context: every backward pass hands each layer's per-token knob gradients (B, T, r) to `sink.consume(layer, g)`."
@@ -191,7 +155,7 @@ def attach_knobs(model: nn.Module, targets=DEFAULT_TARGETS, *, model_id: str | N
     "Wrap every nn.Linear whose name ends in one of `targets` with a KnobLinear; freeze everything else."
     if getattr(model, "_knobs", None) is not None: raise ValueError("this model already has knobs attached")
     for p in model.parameters(): p.requires_grad_(False)
-    state = {"off": False, "quarantine_off": False, "sink": None, "merged": False}
+    state = {"off": False, "quarantine_off": False, "sink": None}
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear) and n.split(".")[-1] in targets]
     if not found: raise ValueError(f"no nn.Linear named like {targets} in {type(model).__name__}")
     layers, digests = {}, {}

@@ -9,7 +9,7 @@ __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'PRESET_VALUES', 'SMOKE_ANSWERS', '
            'NonFiniteLoss', 'Trainer', 'Rollouts', 'training_figure', 'run_checkpoints', 'load_config', 'open_run']
 
 # %% ../nbs/05_train.ipynb #5179c043
-import contextlib, dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
+import dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
 from dataclasses import dataclass, asdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,7 +70,6 @@ class Config:
     direction_k: int = 1
     checkpoint_every: int = 10
     micro_batch: int = 16                 # rollouts per backward pass
-    merged_forward: bool = False          # learn through merged matrices W' (Knobs.merged): one product per layer in the forward
     gen_batch: int = 64
     eval_n: int = 0                       # test problems to evaluate (0 = all)
     eval_temperature: float = 0.7
@@ -86,7 +85,6 @@ PRESET_VALUES = {
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
              "prompts_per_update": 64, "max_new_tokens": 1536, "max_prompt_tokens": 1536, "temperature": 0.7, "top_p": 0.95,
              "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 2, "gen_batch": 256,
-             "merged_forward": True,
              "eval_temperature": 0.7, "eval_max_new_tokens": 1536, "eval_batch": 64},
 }
 
@@ -351,28 +349,26 @@ def _learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict, list[dict]]:
     R = torch.tensor(rewards, dtype=torch.float32).view(P, G)
     adv, live = group_advantages(R, std=cfg.std_advantage, std_floor=cfg.std_floor)
     A = adv.flatten()
-    merged = knobs.merged() if cfg.merged_forward else contextlib.nullcontext()
-    with merged:                                                         # W' stays built until the optimizer step below
-        gate = self.gate(update)
-        router = Router(knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
-        denom = G * cfg.max_new_tokens * P
-        active = [i for i in range(P * G) if live[i // G]]
-        fractions, loss_sum, kl_sum, n_tok = torch.full((P * G,), float("nan")), 0.0, 0.0, 0
-        for s in range(0, len(active), cfg.micro_batch):
-            rows = active[s:s + cfg.micro_batch]
-            b = make_batch([prompts[i] for i in rows], [comps[i] for i in rows], tok.pad_token_id).to(model.device)
-            mask, a = b.completion_mask.float(), A[rows].to(model.device)
-            with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
-            ctx = knobs.collect(router) if router is not None else torch.enable_grad()
-            if router is not None: router.set_advantages(a)
-            with ctx:
-                lp = token_logprobs(model, b)
-                tl, k3 = grpo_token_loss(lp, lp.detach(), ref, a, mask, clip_eps=cfg.clip_eps, kl_beta=cfg.kl_beta)
-                loss = tl.sum() / denom
-                if not torch.isfinite(loss): raise NonFiniteLoss(f"update {update}: loss is {loss.item()}")
-                loss.backward()
-            if router is not None: fractions[rows] = router.end_backward().cpu()
-            loss_sum, kl_sum, n_tok = loss_sum + loss.item(), kl_sum + k3.sum().item(), n_tok + int(mask.sum())
+    gate = self.gate(update)
+    router = Router(knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
+    denom = G * cfg.max_new_tokens * P
+    active = [i for i in range(P * G) if live[i // G]]
+    fractions, loss_sum, kl_sum, n_tok = torch.full((P * G,), float("nan")), 0.0, 0.0, 0
+    for s in range(0, len(active), cfg.micro_batch):
+        rows = active[s:s + cfg.micro_batch]
+        b = make_batch([prompts[i] for i in rows], [comps[i] for i in rows], tok.pad_token_id).to(model.device)
+        mask, a = b.completion_mask.float(), A[rows].to(model.device)
+        with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
+        ctx = knobs.collect(router) if router is not None else torch.enable_grad()
+        if router is not None: router.set_advantages(a)
+        with ctx:
+            lp = token_logprobs(model, b)
+            tl, k3 = grpo_token_loss(lp, lp.detach(), ref, a, mask, clip_eps=cfg.clip_eps, kl_beta=cfg.kl_beta)
+            loss = tl.sum() / denom
+            if not torch.isfinite(loss): raise NonFiniteLoss(f"update {update}: loss is {loss.item()}")
+            loss.backward()
+        if router is not None: fractions[rows] = router.end_backward().cpu()
+        loss_sum, kl_sum, n_tok = loss_sum + loss.item(), kl_sum + k3.sum().item(), n_tok + int(mask.sum())
     if router is not None: router.apply()
     t3 = time.perf_counter()
     grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).item() if active else 0.0
