@@ -156,9 +156,20 @@ def check_kernel(dev, dtype) -> dict:
         out[f"last {last}"] = round((got - ref).abs().max().item(), 5)
     return {"dtype": str(dtype), "max_abs_error": out}
 
+def kernel_table(run, dev, *, top: int, total_label: str = "all kernels", digits: int = 3) -> list[dict]:
+    "Run `run()` once under the profiler: time by CUDA kernel (on CPU: self time by op), the `top` largest rows and a total row."
+    from torch.profiler import ProfilerActivity, profile
+    cuda = dev.type == "cuda"
+    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
+        run(); sync(dev)
+    us = (lambda e: e.device_time_total) if cuda else (lambda e: e.self_cpu_time_total)
+    ev = sorted(prof.key_averages(), key=lambda e: -us(e))
+    total = sum(map(us, ev))
+    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(us(e) / 1e3, digits), "share": round(us(e) / total, 3)} for e in ev[:top]] + [
+        {"kernel": total_label, "calls": sum(e.count for e in ev), "ms": round(total / 1e3, digits), "share": 1.0}]
+
 def profile_prefill(model, dev, batch: int, length: int, top: int = 10) -> list[dict]:
     "CUDA time by kernel of one fast prefill of `batch` prompts of `length` tokens."
-    from torch.profiler import ProfilerActivity, profile
     from gradient_quarantine.fastgen import StaticDecoder, fused_weights
     V = model.config.vocab_size
     with torch.no_grad():
@@ -166,13 +177,7 @@ def profile_prefill(model, dev, batch: int, length: int, top: int = 10) -> list[
         prompts = random_prompts(batch, length, V, seed=2)
         dec.prefill(prompts); sync(dev)
         t0 = time.perf_counter(); dec.prefill(prompts); sync(dev); wall = time.perf_counter() - t0
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            dec.prefill(prompts); sync(dev)
-    rows = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
-    total = sum(e.device_time_total for e in rows)
-    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(e.device_time_total / 1e3, 3), "share": round(e.device_time_total / total, 3)}
-            for e in rows[:top]] + [{"kernel": f"all kernels (wall {wall:.2f} s for {batch} x {length} tokens)", "calls": sum(e.count for e in rows),
-                                     "ms": round(total / 1e3, 3), "share": 1.0}]
+        return kernel_table(lambda: dec.prefill(prompts), dev, top=top, total_label=f"all kernels (wall {wall:.2f} s for {batch} x {length} tokens)")
 
 def teacher_forced(model, dev, prompts, comps) -> dict:
     "Each generated token against a full-sequence forward of prompt + completion: argmax agreement and regret (max logit - its logit)."
@@ -209,18 +214,12 @@ def check_fp32(dev, layers: int = 4, new: int = 64) -> dict:
 
 def profile_step(model, dev, batch: int, ctx: int, top: int = 14) -> list[dict]:
     "CUDA time by kernel of one eager fast decode step at `batch` rows and `ctx` cache slots."
-    from torch.profiler import ProfilerActivity, profile
     from gradient_quarantine.fastgen import StaticDecoder, fused_weights
     V = model.config.vocab_size
     with torch.no_grad():
         dec = StaticDecoder(model, fused_weights(model), batch, ctx + 16, ROLLOUT, V, 0, kernel=True)
         dec.prefill(random_prompts(batch, ctx, V, seed=1)); dec.decode(ctx + 16); sync(dev)
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            dec.decode(ctx + 16); sync(dev)
-    rows = sorted(prof.key_averages(), key=lambda e: -e.device_time_total)
-    total = sum(e.device_time_total for e in rows)
-    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(e.device_time_total / 1e3, 3), "share": round(e.device_time_total / total, 3)}
-            for e in rows[:top]] + [{"kernel": "all kernels", "calls": sum(e.count for e in rows), "ms": round(total / 1e3, 3), "share": 1.0}]
+        return kernel_table(lambda: dec.decode(ctx + 16), dev, top=top)
 
 # ---------------------------------------------------------------- timings
 def time_fast(model, dev, batch, prompt, new, bucket, attention=None) -> dict:
@@ -264,7 +263,7 @@ def time_plain(model, dev, batch, ctx, steps) -> dict:
             "plain_steps": len(clock.times) - 1, "plain_peak_gib": peak_gib(dev)}
 
 def time_sampling(dev, batch, V, dtype, reps=5) -> float:
-    "ms of one eager sample_next (temperature, top-p sort, draw) on (batch, V) logits in the model's dtype."
+    "ms of one eager sample_next (temperature, top-k candidates on CUDA, top-p, draw) on (batch, V) logits in the model's dtype."
     logits = torch.randn(batch, V, device=dev, dtype=dtype)
     sample_next(logits, ROLLOUT); sync(dev)
     t0 = time.perf_counter()

@@ -40,7 +40,6 @@ def stand_in_grader(texts, problems, modes):
 
 def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
     "CUDA time by kernel (CPU: by op) of one vanilla learning micro-batch: the knobs-off reference forward, the policy forward and the backward."
-    from torch.profiler import ProfilerActivity, profile
     rows = list(range(trainer.cfg.micro_batch))
     b = make_batch([ro.prompts[i] for i in rows], [ro.comps[i] for i in rows], trainer.tok.pad_token_id).to(dev)
     def step():
@@ -48,16 +47,9 @@ def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
         (token_logprobs(trainer.model, b) * b.completion_mask).sum().backward()
     step(); gpu.sync(dev)
     t0 = time.perf_counter(); step(); gpu.sync(dev); wall = time.perf_counter() - t0
-    cuda = dev.type == "cuda"
-    with profile(activities=[ProfilerActivity.CUDA if cuda else ProfilerActivity.CPU]) as prof:
-        step(); gpu.sync(dev)
+    table = gpu.kernel_table(step, dev, top=top, total_label=f"all kernels (wall {wall:.2f} s, {b.input_ids.numel()} tokens)", digits=1)
     trainer.opt.zero_grad(set_to_none=True)
-    us = (lambda e: e.device_time_total) if cuda else (lambda e: e.self_cpu_time_total)          # CPU (--quick): self time per op
-    ev = sorted(prof.key_averages(), key=lambda e: -us(e))
-    total = sum(map(us, ev))
-    return [{"kernel": e.key[:90], "calls": e.count, "ms": round(us(e) / 1e3, 1), "share": round(us(e) / total, 3)}
-            for e in ev[:top]] + [{"kernel": f"all kernels (wall {wall:.2f} s, {b.input_ids.numel()} tokens)", "calls": sum(e.count for e in ev),
-                                   "ms": round(total / 1e3, 1), "share": 1.0}]
+    return table
 
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
