@@ -44,7 +44,7 @@ def svd_basis(weight: torch.Tensor, *, cache: bool = True) -> tuple[torch.Tensor
 
 # %% ../nbs/02_adapter.ipynb #47242e37
 class KnobLinear(nn.Module):
-    "A frozen nn.Linear plus U((s + s_q) * (Vh x)), with a hook that hands per-token knob gradients to a sink."
+    "A frozen nn.Linear plus U((s + s_q) * (Vh x)); while a sink collects, its backward hands the per-token knob gradients to the sink."
     def __init__(self, base: nn.Linear, U: torch.Tensor, Vh: torch.Tensor, state: dict, name: str):
         super().__init__()
         self.base, self.name, self.state = base, name, state
@@ -72,13 +72,22 @@ class KnobLinear(nn.Module):
         k = self.knob()
         if k is None: return y
         h = x @ self.Vh.T                                   # (..., r)
-        kh = h * k.to(h.dtype)                              # (..., r)
         sink = self.state["sink"]
-        if sink is not None and kh.requires_grad:
-            def hand_over(delta):                           # delta = dL/d(kh): (..., r)
-                sink.consume(self, delta.float() * h.float())  # g_t = delta_t * h_t, per token
-            kh.register_hook(hand_over)
+        kh = h * k.to(h.dtype) if sink is None else _ScaleToSink.apply(h, k, self, sink)   # (..., r)
         return y + kh @ self.U.T                            # (..., d_out)
+
+class _ScaleToSink(torch.autograd.Function):
+    "h * k whose backward hands the per-token knob gradients g_t = delta_t * h_t to a sink instead of summing them into k's grad."
+    @staticmethod
+    def forward(ctx, h, k, layer, sink):                   # h: (..., r), k: (r,) fp32
+        ctx.save_for_backward(h, k); ctx.layer, ctx.sink = layer, sink
+        return h * k.to(h.dtype)
+    @staticmethod
+    def backward(ctx, delta):                               # delta = dL/d(kh): (..., r)
+        h, k = ctx.saved_tensors
+        ctx.sink.consume(ctx.layer, delta.float() * h)      # fp32 products of the bf16 factors
+        return delta * k.to(delta.dtype), None, None, None
+
 
 # %% ../nbs/02_adapter.ipynb #35ac5c75
 class Knobs:

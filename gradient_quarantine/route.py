@@ -71,8 +71,8 @@ def ramp(x: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
 class BandGate:
     "route2b: f = ramp(cos(sign(A) g, v), band) per layer."
     def __init__(self, direction: Direction, band: Band): self.direction, self.band = direction, band
-    def fractions(self, name: str, g_signed: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
-        x = cosines(g_signed, _rank1(self.direction, name))
+    def fractions(self, name: str, g: torch.Tensor, sign: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        x = cosines(g, _rank1(self.direction, name)) * sign                # cos(sign g, v)
         return ramp(x, self.band.lower[name], self.band.upper[name])
 
 class MatchedGate:
@@ -80,8 +80,8 @@ class MatchedGate:
     def __init__(self, direction: Direction, width: dict[str, float], target: float):
         if not 0 <= target <= 1: raise ValueError(f"target routed fraction must be in [0, 1], got {target}")
         self.direction, self.width, self.target = direction, width, target
-    def fractions(self, name: str, g_signed: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
-        x = cosines(g_signed, _rank1(self.direction, name))
+    def fractions(self, name: str, g: torch.Tensor, sign: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        x = cosines(g, _rank1(self.direction, name)) * sign                # cos(sign g, v)
         w = max(self.width[name], 1e-6)
         if not live.any(): return torch.zeros_like(x)
         lo, hi = x[live].min().item() - w, x[live].max().item()           # lower edge: f = 1 everywhere ... 0 everywhere
@@ -96,8 +96,8 @@ class UniformGate:
     def __init__(self, f: float):
         if not 0 <= f <= 1: raise ValueError(f"uniform fraction must be in [0, 1], got {f}")
         self.f = f
-    def fractions(self, name: str, g_signed: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
-        return torch.full(g_signed.shape[:-1], self.f, device=g_signed.device)
+    def fractions(self, name: str, g: torch.Tensor, sign: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        return torch.full(g.shape[:-1], self.f, device=g.device)
 
 # %% ../nbs/04_route.ipynb #236d4c9d
 GRANULARITIES = ("rollout", "token")
@@ -120,13 +120,14 @@ class Router:
             raise ValueError(f"set_advantages() for this batch of {g.shape[0]} rollouts first")
         G = g.sum(1) if self.granularity == "rollout" else g                   # (B, r) | (B, T, r)
         if self.scope == "global": self._pending[layer.name] = G; return      # split in end_backward, once every layer is in
-        sign = self.signs.to(G.device).view(-1, *[1] * (G.dim() - 1))         # (B, 1) | (B, 1, 1)
-        live = G.abs().amax(-1) > 0                                            # (B,) | (B, T)
-        self._split(layer.name, G, self.gate.fractions(layer.name, G * sign, live), live)
+        sign = self.signs.to(G.device).view(-1, *[1] * (G.dim() - 2))         # (B,) | (B, 1)
+        lo, hi = G.aminmax(dim=-1)
+        live = (lo < 0) | (hi > 0)                                             # (B,) | (B, T): the unit carries gradient
+        self._split(layer.name, G, self.gate.fractions(layer.name, G, sign, live), live)
 
     def _split(self, n: str, G: torch.Tensor, f: torch.Tensor, live: torch.Tensor):
-        q = (f[..., None] * G).reshape(-1, G.shape[-1]).sum(0)                 # (r,)
-        d = ((1 - f)[..., None] * G).reshape(-1, G.shape[-1]).sum(0)           # (r,)
+        Gu = G.reshape(-1, G.shape[-1])                                        # (units, r)
+        q, d = f.reshape(-1) @ Gu, (1 - f).reshape(-1) @ Gu                    # (r,) each: sum_u f_u g_u, sum_u (1 - f_u) g_u
         self._d[n], self._q[n] = self._d.get(n, 0) + d, self._q.get(n, 0) + q
         fs, cnt = self._f.get(n, (0, 0))
         self._f[n] = (fs + (f * live).sum(), cnt + live.sum())                 # kept on the device: no host sync inside the backward
@@ -137,8 +138,9 @@ class Router:
         if self._pending:
             names = [n for n in self.knobs.names if n in self._pending]
             G = concat_layers(self._pending, names)                            # (B, R)
-            live = G.abs().amax(-1) > 0
-            f = self.gate.fractions("global", G * self.signs.to(G.device)[:, None], live)   # (B,)
+            lo, hi = G.aminmax(dim=-1)
+            live = (lo < 0) | (hi > 0)
+            f = self.gate.fractions("global", G, self.signs.to(G.device), live)   # (B,)
             for n in names: self._split(n, self._pending[n], f, live)
             self._pending = {}
         out = torch.stack(self._rollout_f).mean(0) if self._rollout_f else None

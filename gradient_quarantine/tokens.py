@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'END_OF_TURN', 'CHAT_TEMPLATE', 'train_bpe_tokenizer', 'prompt_text', 'PromptTooLong',
-           'encode_prompt', 'encode_completion', 'Batch', 'make_batch', 'token_logprobs']
+           'encode_prompt', 'encode_completion', 'Batch', 'make_batch', 'NotRightPadded', 'token_logprobs']
 
 # %% ../nbs/01b_tokens.ipynb #a8bc9eae
 from dataclasses import dataclass
@@ -75,8 +75,12 @@ def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: i
         comp[i, len(p):len(p) + len(c)] = 1
     return Batch(ids, attn, comp, [len(p) for p in prompts])
 
+class NotRightPadded(ValueError): pass
+
 def token_logprobs(model, batch: Batch) -> torch.Tensor:
     "log pi(token_t | tokens_<t) for every position t >= 1, zero at t = 0: (B, T), aligned with `completion_mask`."
-    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits.float()   # (B, T, V)
+    if (batch.attention_mask[:, 1:] > batch.attention_mask[:, :-1]).any():
+        raise NotRightPadded("token_logprobs needs right-padded rows (make_batch builds them): padding before a real token would be attended")
+    logits = model(input_ids=batch.input_ids).logits.float()                                         # (B, T, V)
     lp = logits[:, :-1].log_softmax(-1).gather(-1, batch.input_ids[:, 1:, None])[..., 0]           # (B, T-1)
     return torch.cat([torch.zeros_like(lp[:, :1]), lp], 1)                                          # (B, T)

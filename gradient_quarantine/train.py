@@ -17,7 +17,7 @@ import torch
 from .adapter import attach_knobs, tiny_qwen3
 from .direction import DirectionSchedule, random_direction, pair_gradients
 from .evaluate import Sampling, evaluate
-from .fastgen import generate_fn
+from .fastgen import fuse_rms_norms, generate_fn
 from .pairs import load_pairs
 from .pocket import POCKET_DIR
 from .pocket_problems import pocket_problems
@@ -275,6 +275,7 @@ class Trainer:
         self.model, self.tok = load_policy(cfg, self.train_problems)
         self.generator = generate_fn(self.model)                    # fast_generate on a GPU, evaluate.generate on CPU (GQ_FASTGEN overrides)
         self.knobs = attach_knobs(self.model, model_id=cfg.model)
+        if self.model.device.type == "cuda": fuse_rms_norms(self.model)      # one kernel per norm in the learning forward (CPU: HF's ops)
         routed = cfg.arm in ROUTED_ARMS
         for p in self.knobs.quarantine_parameters(): p.requires_grad_(routed)   # vanilla / gt_only: the quarantine never moves
         self.params = [p for p in self.knobs.parameters() if p.requires_grad]
