@@ -102,6 +102,11 @@ class UniformGate:
 # %% ../nbs/04_route.ipynb #236d4c9d
 GRANULARITIES = ("rollout", "token")
 
+def _carries_gradient(G: torch.Tensor) -> torch.Tensor:
+    "Which units have a nonzero gradient: (...,) of G (..., r), in one pass."
+    lo, hi = G.aminmax(dim=-1)
+    return (lo < 0) | (hi > 0)
+
 class Router:
     "Split knob gradients between deployed and quarantine through `gate`, per rollout or per token; cosines per layer or global."
     def __init__(self, knobs, gate, granularity: str = "rollout", scope: str = "layer"):
@@ -121,8 +126,7 @@ class Router:
         G = g.sum(1) if self.granularity == "rollout" else g                   # (B, r) | (B, T, r)
         if self.scope == "global": self._pending[layer.name] = G; return      # split in end_backward, once every layer is in
         sign = self.signs.to(G.device).view(-1, *[1] * (G.dim() - 2))         # (B,) | (B, 1)
-        lo, hi = G.aminmax(dim=-1)
-        live = (lo < 0) | (hi > 0)                                             # (B,) | (B, T): the unit carries gradient
+        live = _carries_gradient(G)                                            # (B,) | (B, T)
         self._split(layer.name, G, self.gate.fractions(layer.name, G, sign, live), live)
 
     def _split(self, n: str, G: torch.Tensor, f: torch.Tensor, live: torch.Tensor):
@@ -138,8 +142,7 @@ class Router:
         if self._pending:
             names = [n for n in self.knobs.names if n in self._pending]
             G = concat_layers(self._pending, names)                            # (B, R)
-            lo, hi = G.aminmax(dim=-1)
-            live = (lo < 0) | (hi > 0)
+            live = _carries_gradient(G)
             f = self.gate.fractions("global", G, self.signs.to(G.device), live)   # (B,)
             for n in names: self._split(n, self._pending[n], f, live)
             self._pending = {}
