@@ -1,12 +1,24 @@
-"""Grading throughput on this machine: the 119 canonical LeetCode solutions and a hostile mix, serial vs `grade_many`.
+"""Grading cost on this machine, the baseline sandbox and the current one side by side on the same jobs.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading.py   (writes benchmarks/grading.md and grading.json)
+Workloads: the 119 canonical LeetCode solutions, a hostile mix, and pocket rollouts logged by a training run, replayed
+(their logged labels must come out again). Two snapshots of the working tree's package are taken at the start, one with
+the sandbox of a baseline git revision ("old"), so the two arms differ in the sandbox alone. Serial grading runs in this
+process, both sandboxes loaded under their own names and swapped under `rewards.grade`, alternating job by job
+(old-new, new-old, ...). In parallel, two ways, each alternating whole batches (ABBA...): a thread pool of `grade` in this
+process (`grade_many` as it was at HEAD), and the working tree's `grade_many`, run in a child process per batch on a
+snapshot (so that grading workers, where it starts any, load that snapshot's sandbox) after a warm-up batch.
+
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading.py [--baseline REV]   (writes benchmarks/grading.md and grading.json)
 """
-import json, os, platform, time
+import argparse, atexit, contextlib, gzip, importlib.util, json, os, pickle, platform, resource, shutil, statistics, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from gradient_quarantine import rewards
 from gradient_quarantine.problems import load_leetcode, assign_modes
-from gradient_quarantine.rewards import MODES, fenced, grade, grade_many, wrong_solution
+from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
+from gradient_quarantine.train import load_substrate, resolve_config
 
+REPO = Path(__file__).resolve().parent.parent
 HOSTILE = {  # programs appended to a wrong solution; each must end in a bounded time with no gt_correct
     "cpu spin": "while True: pass",
     "sleep forever": "import time\ntime.sleep(10 ** 6)",
@@ -17,36 +29,204 @@ HOSTILE = {  # programs appended to a wrong solution; each must end in a bounded
     "forge the report": "import os\nos.write(3, b'{\"k\": \"out\", \"i\": 0, \"v\": [\"i\", 0]}\\n')",
     "fd exhaustion": "import os\nfds = []\nwhile True:\n    try: fds.append(os.open('/dev/null', os.O_RDONLY))\n    except OSError: break",
 }
+LOGGED_LABELS = ("reward", "gt_correct", "exploited", "channel", "passed", "can_compile", "tests_passed", "own_tests_pass", "timed_out")
+BATCH = """
+import pickle, sys, time
+import gradient_quarantine
+from gradient_quarantine.rewards import grade_many
+assert gradient_quarantine.__file__.startswith(sys.argv[3]), f"imported {gradient_quarantine.__file__}, not the snapshot {sys.argv[3]}"
+jobs, timeout_s, warmup = pickle.load(open(sys.argv[1], "rb"))
+grade_many(jobs[:warmup], timeout_s=timeout_s)
+t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s); seconds = time.monotonic() - t0
+pickle.dump((seconds, grades), open(sys.argv[2], "wb"))
+"""
 
-def timed(fn):
-    t0 = time.monotonic(); out = fn(); return out, time.monotonic() - t0
+def snapshots(rev: str) -> tuple[dict, str]:
+    "Two copies of the working tree's package, 'old' with the sandbox of git revision `rev`: {arm: the folder to import it from}."
+    commit = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    base = Path(tempfile.mkdtemp(prefix="gq_grading_bench_"))
+    atexit.register(shutil.rmtree, base, True)
+    roots = {arm: base/arm for arm in ("old", "new")}
+    for root in roots.values():
+        shutil.copytree(REPO/"gradient_quarantine", root/"gradient_quarantine", ignore=shutil.ignore_patterns("__pycache__"))
+    (roots["old"]/"gradient_quarantine"/"sandbox.py").write_text(
+        subprocess.run(["git", "show", f"{commit}:gradient_quarantine/sandbox.py"], cwd=REPO, capture_output=True, text=True, check=True).stdout)
+    return roots, commit
+
+def load_sandbox(root: Path, arm: str):
+    "The sandbox module of one snapshot, imported under its own name."
+    spec = importlib.util.spec_from_file_location(f"gq_sandbox_{arm}", root/"gradient_quarantine"/"sandbox.py")
+    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
+    return module
+
+@contextlib.contextmanager
+def graded_by(box):
+    "Make `rewards` run every program through this sandbox module."
+    real = rewards.run_python
+    rewards.run_python = box.run_python
+    try: yield
+    finally: rewards.run_python = real
+
+def cpu_seconds() -> float:
+    "CPU time of this process and of its reaped children (the sandboxed programs) so far."
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+def serial(jobs, boxes, timeout_s: float) -> dict:
+    """Grade each job once per sandbox, alternating which goes first; per job the wall seconds, the grader's own CPU seconds
+    (this thread: what holds the GIL), the CPU seconds of grader and programs together, and the grades."""
+    out = {arm: {"grades": [], "wall": [], "cpu": [], "cpu_all": []} for arm in boxes}
+    for i, job in enumerate(jobs):
+        for arm in (list(boxes) if i % 2 == 0 else list(boxes)[::-1]):
+            with graded_by(boxes[arm]):
+                t0, c0, a0 = time.monotonic(), time.thread_time(), cpu_seconds()
+                g = grade(*job, timeout_s=timeout_s)
+                out[arm]["wall"].append(time.monotonic() - t0); out[arm]["cpu"].append(time.thread_time() - c0)
+                out[arm]["cpu_all"].append(cpu_seconds() - a0)
+            out[arm]["grades"].append(g)
+    return out
+
+def batch(root: Path, jobs, timeout_s: float) -> tuple[float, list]:
+    "Seconds of one `grade_many` over all jobs in a child process importing the package from `root` (after a warm-up batch), and its grades."
+    with tempfile.TemporaryDirectory() as tmp:  # also its working directory: `python -c` puts that first on sys.path, before PYTHONPATH
+        (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, os.cpu_count())))
+        subprocess.run([sys.executable, "-c", BATCH, f"{tmp}/jobs", f"{tmp}/out", str(root)], check=True, cwd=tmp,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+        return pickle.loads((Path(tmp)/"out").read_bytes())
+
+def pooled(box, jobs, timeout_s: float) -> tuple[float, list]:
+    "Seconds of a thread pool of `grade` over all jobs in this process, one thread per core (`grade_many` as it was at HEAD), and its grades."
+    with graded_by(box), ThreadPoolExecutor(os.cpu_count()) as pool:
+        t0 = time.monotonic(); grades = list(pool.map(lambda job: grade(*job, timeout_s=timeout_s), jobs))
+        return time.monotonic() - t0, grades
+
+def alternated(runs: dict, rounds: int) -> dict:
+    "Each arm's run `rounds` times in ABBA order: {arm: {'seconds': [...], 'grades': the last run's}}."
+    out = {arm: {"seconds": []} for arm in runs}
+    for r in range(rounds):
+        for arm in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            seconds, out[arm]["grades"] = runs[arm]()
+            out[arm]["seconds"].append(seconds)
+    return out
+
+def pocket_jobs(path: Path, updates: int | None):
+    "The logged rollouts of the first `updates` updates (all where None), as grade jobs with their problems."
+    train, test = load_substrate(resolve_config("pocket"))
+    problems = {p.id: p for p in list(train) + list(test)}
+    rows = [json.loads(line) for line in gzip.open(path, "rt")]
+    rows = [r for r in rows if updates is None or r["update"] <= updates]
+    return [(r["completion"], problems[r["problem"]], r["mode"]) for r in rows], rows
+
+def differences(jobs, these, those) -> list:
+    "(problem id, one grade, the other) wherever two gradings of the same jobs disagree."
+    return [(j[1].id, a, b) for j, a, b in zip(jobs, these, those) if a != b]
+
+def check_logged(grades, rows, what: str):
+    "The replayed grades must carry the labels the training run logged."
+    diffs = [(r["update"], r["problem"], k, r[k], getattr(g, k)) for g, r in zip(grades, rows) for k in LOGGED_LABELS if r[k] != getattr(g, k)]
+    assert not diffs, f"{what}: {len(diffs)} replayed labels differ from the logged ones, e.g. {diffs[:5]}"
+
+def proc_scan_ms(box, n: int = 200) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n): box._proc_uids()
+    return (time.perf_counter() - t0) / n * 1e3
+
+def startup_ms(flags: list[str], n: int = 20) -> float:
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter(); subprocess.run([sys.executable, *flags, "-c", "pass"], check=True); times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--baseline", default="HEAD", help="git revision whose sandbox is the 'old' one")
+    ap.add_argument("--rounds", type=int, default=3, help="parallel batches per sandbox, workload and way of running them")
+    ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts (64 each) in the timed pocket workload")
+    ap.add_argument("--timeout", type=float, default=3.0,
+                    help="wall limit per program for the canonical and pocket workloads (the graders' default 3 s; more on a loaded machine, "
+                         "where the slowest canonical solutions would otherwise time out); the hostile mix always runs at 3 s")
+    ap.add_argument("--rollouts", default=str(REPO/"runs/route2b_s43/rollouts.jsonl.gz"))
+    args = ap.parse_args()
+    roots, commit = snapshots(args.baseline)
+    boxes = {arm: load_sandbox(root, arm) for arm, root in roots.items()}
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
     canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test]
     hostile = [(fenced(wrong_solution(p) + "\n" + code), p, modes[p.id])
                for p, code in zip(test[:2 * len(HOSTILE)], list(HOSTILE.values()) * 2)]
+    pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
+    host = {"cpus": os.cpu_count(), "processes": len(boxes["new"]._proc_uids()), "loadavg_start": os.getloadavg(),
+            "python": platform.python_version(), "kernel": platform.release(), "workers": os.cpu_count(), "timeout_s": args.timeout,
+            "baseline_commit": commit, "rounds": args.rounds,
+            "grade_many": "worker processes" if hasattr(rewards, "GradingWorker") else "threads"}
+    host["proc_scan_ms"] = {arm: round(proc_scan_ms(box), 2) for arm, box in boxes.items()}
+    host["interpreter_start_ms"] = {"-I": round(startup_ms(["-I"]), 1), "-I -S": round(startup_ms(["-I", "-S"]), 1)}
     rows, slowest = [], []
-    for name, jobs in (("119 canonical solutions", canon), (f"hostile mix ({len(hostile)} programs)", hostile)):
-        serial, t_serial = timed(lambda: [(timed(lambda: grade(*j))) for j in jobs])
-        parallel, t_par = timed(lambda: grade_many(jobs))
-        assert [g for g, _ in serial] == parallel, f"{name}: grade_many disagrees with serial grading"
+    workloads = (("119 canonical solutions", canon, args.timeout), (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
+                 (f"pocket rollouts, updates 1-{args.pocket_updates} ({len(pocket)})", pocket, args.timeout))
+    for name, jobs, timeout_s in workloads:
+        t_start = time.monotonic()
+        s = serial(jobs, boxes, timeout_s)
+        threads = alternated({arm: (lambda box=box: pooled(box, jobs, timeout_s)) for arm, box in boxes.items()}, args.rounds)
+        many = alternated({arm: (lambda root=root: batch(root, jobs, timeout_s)) for arm, root in roots.items()}, args.rounds)
+        for arm in boxes:
+            for way, parallel in (("the thread pool", threads), ("grade_many", many)):
+                diff = differences(jobs, s[arm]["grades"], parallel[arm]["grades"])
+                assert not diff, f"{name}, {arm}: {way} disagrees with serial grading: {diff}"
+        diff = differences(jobs, s["old"]["grades"], s["new"]["grades"])
+        assert not diff, f"{name}: the new sandbox changed a verdict: {diff}"
+        grades = s["new"]["grades"]
         if name.startswith("119"):
-            assert all(g.gt_correct for g in parallel), "a canonical solution failed"
-            slowest = sorted(((j[1].id, round(s, 2)) for j, (_, s) in zip(jobs, serial)), key=lambda x: -x[1])[:5]
-        else: assert not any(g.gt_correct for g in parallel), "a hostile program was judged correct"
-        rows.append({"workload": name, "n": len(jobs), "serial_s": round(t_serial, 2), "serial_per_s": round(len(jobs) / t_serial, 2),
-                     "grade_many_s": round(t_par, 2), "grade_many_per_s": round(len(jobs) / t_par, 2),
-                     "speedup": round(t_serial / t_par, 2)})
-    meta = {"cpus": os.cpu_count(), "python": platform.python_version(), "workers": os.cpu_count(),
-            "timeout_s": 3.0, "slowest_canonical_serial": slowest}
-    table = ["| workload | n | serial s | serial /s | grade_many s | grade_many /s | speedup |", "|---|---|---|---|---|---|---|"]
-    table += [f"| {r['workload']} | {r['n']} | {r['serial_s']} | {r['serial_per_s']} | {r['grade_many_s']} | {r['grade_many_per_s']} | {r['speedup']}x |" for r in rows]
-    text = "\n".join(table) + f"\n\n{meta['cpus']} CPUs, Python {meta['python']}, timeout 3 s. Slowest canonical solutions (id, s, serial): {slowest}\n"
+            assert all(g.gt_correct for g in grades), "a canonical solution failed"
+            slowest = sorted(((j[1].id, round(t, 2)) for j, t in zip(jobs, s["new"]["wall"])), key=lambda x: -x[1])[:5]
+        elif name.startswith("hostile"): assert not any(g.gt_correct for g in grades), "a hostile program was judged correct"
+        else:
+            for arm in boxes: check_logged(s[arm]["grades"], pocket_rows, f"{name}, {arm}")
+        row = {"workload": name, "n": len(jobs), "timeout_s": timeout_s}
+        for arm in boxes:
+            row[f"serial_ms_{arm}"] = round(statistics.mean(s[arm]["wall"]) * 1e3, 1)
+            row[f"serial_median_ms_{arm}"] = round(statistics.median(s[arm]["wall"]) * 1e3, 1)
+            row[f"cpu_ms_{arm}"] = round(statistics.mean(s[arm]["cpu_all"]) * 1e3, 1)
+            row[f"grader_cpu_ms_{arm}"] = round(statistics.mean(s[arm]["cpu"]) * 1e3, 2)
+            for way, parallel in (("threads", threads), ("grade_many", many)):
+                row[f"{way}_s_{arm}"] = [round(t, 2) for t in parallel[arm]["seconds"]]
+                row[f"{way}_per_s_{arm}"] = round(len(jobs) / statistics.median(parallel[arm]["seconds"]), 2)
+        row["serial_ratio"] = round(row["serial_ms_old"] / row["serial_ms_new"], 2)
+        for way in ("threads", "grade_many"): row[f"{way}_ratio"] = round(row[f"{way}_per_s_new"] / row[f"{way}_per_s_old"], 2)
+        row["bench_s"] = round(time.monotonic() - t_start, 1)
+        rows.append(row); print(row, flush=True)
+    full, full_rows = pocket_jobs(Path(args.rollouts), None)
+    full_s, full_grades = batch(roots["new"], full, args.timeout)
+    check_logged(full_grades, full_rows, "all logged pocket rollouts, new sandbox")
+    host["all_pocket_rollouts"] = {"n": len(full), "grade_many_s_new": round(full_s, 1), "grade_many_per_s_new": round(len(full) / full_s, 2),
+                                   "labels_equal_logged": True}
+    host["loadavg_end"] = os.getloadavg()
+    table = ["| workload | n | serial ms/program old | new | old/new | CPU ms/program old | new | grader CPU ms/program old | new "
+             "| thread pool programs/s old | new | new/old | grade_many programs/s old | new | new/old |", "|" + "---|" * 15]
+    table += [f"| {r['workload']} | {r['n']} | {r['serial_ms_old']} | {r['serial_ms_new']} | {r['serial_ratio']}x | {r['cpu_ms_old']} | "
+              f"{r['cpu_ms_new']} | {r['grader_cpu_ms_old']} | {r['grader_cpu_ms_new']} | {r['threads_per_s_old']} | {r['threads_per_s_new']} | "
+              f"{r['threads_ratio']}x | {r['grade_many_per_s_old']} | {r['grade_many_per_s_new']} | {r['grade_many_ratio']}x |" for r in rows]
+    text = ("\n".join(table) + "\n\n"
+            f"Old: the sandbox of commit {commit[:7]}; new: the working tree's; everything else is the working tree's in both arms.\n\n"
+            f"- serial ms/program: mean wall time of one `grade` (one or two sandbox runs), the two sandboxes swapped under `rewards.grade` in "
+            f"this process and alternated job by job;\n"
+            f"- CPU ms/program: CPU time of the grader and the sandboxed programs together per program, serial (what bounds throughput when "
+            f"every core is busy); grader CPU: the grading thread's own share, which holds the GIL and so serialises grading threads on a many-core host;\n"
+            f"- thread pool: {host['workers']} threads of `grade` in this process (which has imported torch, like a trainer), the way "
+            f"`grade_many` graded at HEAD; grade_many: the working tree's `grade_many` ({host['grade_many']}), run in a child process on a "
+            f"snapshot of the package after a warm-up batch. Each {args.rounds} batches per sandbox in ABBA order; programs/s from the median batch.\n\n"
+            f"Host: {host['cpus']} CPUs, {host['processes']} processes, load average {host['loadavg_start'][0]:.2f} at the start and "
+            f"{host['loadavg_end'][0]:.2f} at the end (the machine is shared: other sessions' jobs ran meanwhile), Python {host['python']}, "
+            f"kernel {host['kernel']}. Wall limit per program {args.timeout:g} s (hostile mix 3 s). One /proc scan (`_proc_uids`): "
+            f"{host['proc_scan_ms']['old']} ms old, {host['proc_scan_ms']['new']} ms new. Interpreter start-up: `-I` {host['interpreter_start_ms']['-I']} ms, "
+            f"`-I -S` {host['interpreter_start_ms']['-I -S']} ms.\n\n"
+            f"Verdicts: every job graded the same by both sandboxes, serially and in parallel; all 119 canonical solutions gt_correct; no hostile "
+            f"program gt_correct; the replayed pocket rollouts carry their logged labels ({', '.join(LOGGED_LABELS)}) under both. "
+            f"All {len(full)} logged rollouts of {Path(args.rollouts).parent.name} replayed once through the new sandbox with `grade_many`: "
+            f"{full_s:.1f} s ({len(full) / full_s:.1f}/s), every label equal to the logged one.\n\n"
+            f"Slowest canonical solutions (id, s, serial, new): {slowest}\n")
     print(text)
     here = Path(__file__).parent
-    (here/"grading.md").write_text("# Grading throughput\n\n" + text)
-    (here/"grading.json").write_text(json.dumps({"rows": rows, **meta}, indent=1) + "\n")
+    (here/"grading.md").write_text("# Grading cost: old vs new sandbox\n\n" + text)
+    (here/"grading.json").write_text(json.dumps({"rows": rows, **host, "slowest_canonical_serial": slowest}, indent=1) + "\n")
 
 if __name__ == "__main__": main()

@@ -7,7 +7,7 @@ __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORT
            'SANDBOX_UID_RANGE', 'WORLD_WRITABLE_DIRS', 'RunResult', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c7fa6e85
-import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat
+import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +35,17 @@ class RunResult:
     isolation: str = ""      # "uid": a fresh unprivileged user per run (root); "session": the non-root fallback
     uid: int | None = None   # the run's user id where isolation is "uid"
 
+# %% ../nbs/00a_sandbox.ipynb #5f82b66f
+@functools.cache
+def _site_dirs() -> tuple[str, ...]:
+    "The site-packages directories `site` puts on sys.path for this interpreter (its virtual environment's when it runs in one)."
+    return tuple(d for d in site.getsitepackages() if os.path.isdir(d))
+
 # %% ../nbs/00a_sandbox.ipynb #4449d726
-def _bootstrap(source: str, cpu_s: int, memory_mb: int, uid: int | None, report_fd: int) -> str:
-    "Trusted prelude run by the child before any untrusted byte: limits, network namespace, privilege drop."
+def _bootstrap(source: str, cpu_s: int, memory_mb: int, uid: int | None, report_fd: int, site_dirs: tuple[str, ...]) -> str:
+    "Trusted prelude run by the child before any untrusted byte: limits, network namespace, privilege drop, then the import path."
     return f'''
-import os, resource, ctypes
+import os, sys, site, resource, ctypes
 def _limit(kind, value): resource.setrlimit(kind, (value, value))
 _limit(resource.RLIMIT_CORE, 0)
 _limit(resource.RLIMIT_CPU, {cpu_s})
@@ -62,7 +68,9 @@ else:
 if _uid is not None: _limit(resource.RLIMIT_NPROC, {MAX_PROCESSES})
 _limit(resource.RLIMIT_AS, {memory_mb} << 20)
 if {report_fd} != 3: os.dup2({report_fd}, 3); os.close({report_fd})
-del os, resource, ctypes, _limit, _uid, _libc
+site.setquit(); site.setcopyright(); site.sethelper()  # the builtins python -S leaves out
+sys.path.extend({list(site_dirs)!r})  # what site would add, without running any .pth file
+del os, sys, site, resource, ctypes, _limit, _uid, _libc
 exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 '''
 
@@ -73,9 +81,13 @@ def _proc_uids() -> dict[int, int]:
     for d in os.listdir("/proc"):
         if not d.isdigit(): continue
         try:
-            with open(f"/proc/{d}/status") as f: fields = dict(line.split(":", 1) for line in f if ":" in line)
+            fd = os.open(f"/proc/{d}/status", os.O_RDONLY)
+            try: status = os.read(fd, 4096)  # the whole file, ~1.5 KB; State and Uid are near its top
+            finally: os.close(fd)
         except OSError: continue
-        if fields.get("State", "").split()[:1] not in (["Z"], ["X"]) and "Uid" in fields: out[int(d)] = int(fields["Uid"].split()[0])
+        state, uid = status.find(b"\nState:"), status.find(b"\nUid:")
+        if uid < 0 or (state >= 0 and status[state + 7:state + 16].split()[:1] in ([b"Z"], [b"X"])): continue
+        out[int(d)] = int(status[uid + 5:uid + 40].split()[0])
     return out
 
 # %% ../nbs/00a_sandbox.ipynb #9b9e4759
@@ -147,6 +159,22 @@ def _fresh_uid() -> int:
         uid = secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0]
         if uid not in used: return uid
 
+# %% ../nbs/00a_sandbox.ipynb #16ed7ab3
+def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> int | None:
+    "The child's exit status, noticed the moment it exits; None if it still runs after `timeout_s` (it is left running)."
+    pidfd_open = getattr(os, "pidfd_open", None)
+    try: pidfd = pidfd_open(proc.pid) if pidfd_open else None
+    except OSError: pidfd = None  # a kernel before 5.3, or a seccomp filter that refuses the call
+    if pidfd is None:
+        try: return proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired: return None
+    try:
+        exit_watch = select.poll()
+        exit_watch.register(pidfd, select.POLLIN)
+        exited = bool(exit_watch.poll(timeout_s * 1000))
+    finally: os.close(pidfd)
+    return proc.wait() if exited else None
+
 # %% ../nbs/00a_sandbox.ipynb #386989da
 def run_python(source: str, *, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
     "Run untrusted Python `source` in a fresh directory, as a throwaway user when root, with hard limits; kill all it started."
@@ -161,14 +189,14 @@ def run_python(source: str, *, timeout_s: float = 3.0, memory_mb: int = 1024) ->
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
         if uid is None: env["GQ_SANDBOX_RUN"] = token
         with open(trusted/"stdout", "wb") as out, open(trusted/"stderr", "wb") as err, open(trusted/"report", "wb") as rep:
-            (trusted/"program.py").write_text(_bootstrap(source, int(timeout_s) + 1, memory_mb, uid, rep.fileno()), encoding="utf-8")
+            (trusted/"program.py").write_text(_bootstrap(source, int(timeout_s) + 1, memory_mb, uid, rep.fileno(), _site_dirs()),
+                                              encoding="utf-8")
             with open(trusted/"program.py", "rb") as prog:
                 t0 = time.monotonic()
-                proc = subprocess.Popen([sys.executable, "-I", "-"], stdin=prog, stdout=out, stderr=err, cwd=workdir,
+                proc = subprocess.Popen([sys.executable, "-I", "-S", "-"], stdin=prog, stdout=out, stderr=err, cwd=workdir,
                                         env=env, start_new_session=True, pass_fds=(rep.fileno(),))
-            timed_out = False
-            try: returncode = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired: timed_out, returncode = True, None
+            returncode = _wait_exit(proc, timeout_s)
+            timed_out = returncode is None
             wall = time.monotonic() - t0
             _kill_all(proc.pid, uid, token)
             if returncode is None: proc.wait()
