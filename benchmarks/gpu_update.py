@@ -14,8 +14,11 @@ What stands in for what, and why:
   no drawn prompt trips the 1,536-token cap.
 - grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical solution
   (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so all 256 rollouts learn.
+- each arm learns from the rollouts as `learn` meets them in training: every chunk but the last graded, the last one just handed
+  to the grader, so the arm's update total counts the grading it still had to wait for (`s_grade`).
 """
 import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 import torch
@@ -37,6 +40,17 @@ def stand_in_grader(texts, problems, modes):
     "grade_rollouts on real programs: the canonical solution for even rollouts of a chunk, an empty class for odd ones."
     real = [f"```python\n{p.canonical_solution}\n```" if i % 2 == 0 else EMPTY for i, p in enumerate(problems)]
     return train.grade_rollouts(real, problems, modes)
+
+def as_at_end_of_generation(ro, grader):
+    "The same rollouts, their grades as `learn` meets them in training: every chunk but the last graded, the last just handed to `grader`."
+    grades = train.Grades(grader, ro.problems, ro.modes)
+    *graded, (last, _) = ro.grades.chunks
+    for rows, _ in graded:
+        done = Future(); done.set_result(([ro.grades.rewards[i] for i in rows], [ro.grades.labels[i] for i in rows]))
+        grades.chunks.append((rows, done))
+        for i in rows: grades.texts[i] = ro.texts[i]
+    grades.submit(last, [ro.texts[i] for i in last]); grades.close()
+    return dataclasses.replace(ro, grades=grades)
 
 def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
     "CUDA time by kernel (CPU: by op) of one vanilla learning micro-batch: the knobs-off reference forward, the policy forward and the backward."
@@ -67,13 +81,16 @@ def write(out: Path, report: dict):
                   f"| generation | {g['s_generate']} | {g['peak_gib']} | {g['chunks']} chunks of {g['chunk_rows']} rows, {g.get('attention')} attention; "
                   f"decode {g['decode_s']} s ({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, {g.get('captures')} graph captures "
                   f"{g['capture_s']} s, fuse {g['fuse_s']} s |",
-                  f"| grading left after generation | {g['s_grade']} | | grading overlaps generation; all of it alone: {report.get('grading_alone_s')} s "
-                  f"on {os.cpu_count()} cores |"]
+                  f"| grading all alone | {report.get('grading_alone_s')} | | on {os.cpu_count()} cores; in the update it overlaps generation "
+                  f"(earlier chunks) and learning (the last chunk) |"]
     for a in arms:
-        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | optimizer {a['s_optimizer']} s; update total "
-                     f"{a['update_s']} s; {a.get('vs_vanilla', '')} |")
-    lines += ["", f"- **update total** = generation + grading left + loss+backward + optimizer of that arm (the direction's refresh is "
-              f"listed apart).", f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | waited {a['s_grade']} s for grades; optimizer "
+                     f"{a['s_optimizer']} s; update total {a['update_s']} s" + (f" ({a['update_with_refresh_s']} s with the refresh amortised)"
+                     if "update_with_refresh_s" in a else "") + f"; {a.get('vs_vanilla', '')} |")
+    lines += ["", f"- **update total** = generation + the time learning waited for grades + loss+backward + optimizer of that arm; for "
+              f"route2b also with its direction refresh amortised over {e['refresh_every']} updates.",
+              f"- micro-batches of at most {e['micro_batch']} rollouts and {e.get('micro_batch_tokens')} padded tokens.",
+              f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
     if isinstance(prof := report.get("profile"), list):
         lines += ["", "## Where a learning micro-batch goes", "", f"One vanilla micro-batch of {e['micro_batch']} rollouts (reference forward, "
                   "policy forward, backward), CUDA time by kernel:", "", "| kernel | calls | ms | share |", "|---|---|---|---|",
@@ -111,7 +128,8 @@ def main():
     gen_stats = {}
     trainer.generator = partial(fast_generate, stats=gen_stats)
     env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)", "rollouts": cfg.prompts_per_update * cfg.group_size, "prompts": cfg.prompts_per_update,
-           "group_size": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "micro_batch": cfg.micro_batch, "gen_batch": cfg.gen_batch,
+           "group_size": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "micro_batch": cfg.micro_batch,
+           "micro_batch_tokens": cfg.micro_batch_tokens, "gen_batch": cfg.gen_batch,
            "refresh_every": cfg.refresh_every, "problems_kept": len(fits), "problems": len(train_all),
            "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()}
     report = {"env": env, "errors": []}
@@ -128,7 +146,7 @@ def main():
     env.update(prompt_mean=round(sum(lens) / len(lens)), prompt_max=max(lens))
     steps = gen_stats["decode_steps"] - gen_stats["captures"]
     report["generation"] = g = {
-        "s_generate": round(ro.s_generate, 1), "s_grade": round(ro.s_grade, 2), "peak_gib": peak_gib(dev),
+        "s_generate": round(ro.s_generate, 1), "peak_gib": peak_gib(dev),
         "completion_mean": round(sum(map(len, ro.comps)) / len(ro.comps)), "chunk_rows": gen_stats["chunk_rows"],
         "chunks": -(-len(ro.comps) // gen_stats["chunk_rows"]), "decode_s": round(gen_stats["decode_s"], 1),
         "ms_per_step": round(1e3 * (gen_stats["decode_s"] - gen_stats["capture_s"]) / steps, 2), "prefill_s": round(gen_stats["prefill_s"], 1),
@@ -146,18 +164,20 @@ def main():
         trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
         free_memory(dev)
-        try: row, _ = trainer.learn(1, ro)
+        try: row, _ = trainer.learn(1, ro if i == 0 else as_at_end_of_generation(ro, stand_in_grader))
         except Exception as e:
             report["errors"].append(f"{label}: {e!r}"[:300]); traceback.print_exc(); break
-        rec = {"arm": label, "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2), "peak_gib": peak_gib(dev),
-               "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
-        rec["update_s"] = round(g["s_generate"] + g["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
+        rec = {"arm": label, "s_grade": round(row["s_grade"], 2), "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2),
+               "peak_gib": peak_gib(dev), "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
+        rec["update_s"] = round(g["s_generate"] + rec["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
+        if arm == "route2b": rec["update_with_refresh_s"] = round(rec["update_s"] + report["direction_s"] / cfg.refresh_every, 1)
         report["arms"].append(rec)
         log(label, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     for base in [r for r in report["arms"] if r["arm"].startswith("vanilla")][:2]:
         for r in report["arms"]:
             if not r["arm"].startswith("vanilla"):
-                r["vs_vanilla"] = "; ".join(filter(None, [r.get("vs_vanilla"), f"update {r['update_s'] / base['update_s'] - 1:+.1%}, loss+backward "
+                r["vs_vanilla"] = "; ".join(filter(None, [r.get("vs_vanilla"), f"update {r['update_s'] / base['update_s'] - 1:+.1%} (with the refresh "
+                                                         f"{r['update_with_refresh_s'] / base['update_s'] - 1:+.1%}), loss+backward "
                                                          f"{r['s_backward'] / base['s_backward'] - 1:+.1%} vs {base['arm']}"]))
     if a.profile:                                                               # last: the profiler slows the steps after it
         try: report["profile"] = profile_learn(trainer, ro, dev)

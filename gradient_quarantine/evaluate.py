@@ -65,7 +65,7 @@ def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "de
     "Generate one completion per problem under its mode and grade it; the training RNG is saved and restored."
     if generator is None:
         from gradient_quarantine.fastgen import generate_fn                            # here: fastgen imports this module
-        generator = generate_fn(model)                                                  # the fast generator on a GPU, else `generate`
+        generator = generate_fn(model)                                                  # the fast generator where it supports the model
     prompts = [encode_prompt(tokenizer, render_prompt(p, modes[p.id], eval_markers=eval_markers), max_prompt_tokens) for p in problems]
     with torch.random.fork_rng(devices=[]), knob_state(knobs, state):
         torch.manual_seed(seed)

@@ -299,7 +299,8 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     if not prompts: return []
     eot, pad = tokenizer.convert_tokens_to_ids(END_OF_TURN), tokenizer.pad_token_id
     graphs = cuda if graphs is None else graphs
-    max_len = -(-(max(map(len, prompts)) + sampling.max_new_tokens - 1) // bucket) * bucket
+    step = bucket if attention == "sdpa" else 16                                     # the kernel reads each row's own slots: no buckets
+    max_len = -(-(max(map(len, prompts)) + sampling.max_new_tokens - 1) // step) * step
     kernels = sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]) if cuda else contextlib.nullcontext()
     t0 = time.perf_counter()
     with torch.no_grad(): weights = fused_weights(model)
@@ -325,9 +326,9 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     return out
 
 def generate_fn(model, fast: bool | None = None):
-    "`fast_generate` or `evaluate.generate` for `model`: `fast` if given, else GQ_FASTGEN=1/0, else fast on CUDA when supported."
+    "`fast_generate` or `evaluate.generate` for `model`: `fast` if given, else GQ_FASTGEN=1/0, else fast wherever it supports the model."
     if fast is None and os.environ.get("GQ_FASTGEN") in ("0", "1"): fast = os.environ["GQ_FASTGEN"] == "1"
-    if fast is None: fast = next(model.parameters()).is_cuda and fastgen_support(model) is None
+    if fast is None: fast = fastgen_support(model) is None
     if fast and (why := fastgen_support(model)): raise NotImplementedError(why)
     return fast_generate if fast else generate
 

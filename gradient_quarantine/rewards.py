@@ -6,14 +6,15 @@
 __all__ = ['MODES', 'NO_LOOPHOLE', 'PASS_PHRASES', 'PASS_WORDS', 'SENTINEL_ATTRS', 'RESULT_FILE_WORDS', 'EVAL_TEST_FUNCTIONS',
            'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'check_mode', 'Marker', 'marker',
            'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value', 'test_function', 'Observation',
-           'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'grade_many', 'fenced', 'wrong_solution',
-           'exploit_completions', 'hack_matrix', 'matrix_ok']
+           'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading', 'GradingWorkerDied', 'GradingWorker',
+           'grade_many', 'fenced', 'wrong_solution', 'exploit_completions', 'hack_matrix', 'matrix_ok']
 
 # %% ../nbs/00_rewards.ipynb #89de31ce
-import ast, hashlib, json, os, re, warnings
+import ast, hashlib, json, os, pickle, re, subprocess, sys, threading, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict
 from functools import lru_cache
+from pathlib import Path
 from .sandbox import run_python
 
 # %% ../nbs/00_rewards.ipynb #b7c6a1f8
@@ -318,12 +319,59 @@ def grade_modes(completion, problem, modes=MODES + (NO_LOOPHOLE,), *, eval_marke
     obs = observe(completion, problem, eval_markers=eval_markers, timeout_s=timeout_s)
     return {m: verdict(obs, problem, m, eval_markers=eval_markers) for m in modes}
 
+# %% ../nbs/00_rewards.ipynb #1d001d73
+_SERVE = "from gradient_quarantine.rewards import serve_grading; serve_grading()"
+
+def _grade_job(job: tuple, timeout_s: float) -> Grade:
+    return grade(job[0], job[1], job[2], eval_markers=bool(job[3]) if len(job) > 3 else False, timeout_s=timeout_s)
+
+def serve_grading():
+    "A grading worker: reads pickled (job, timeout_s) on stdin until it closes; answers each with a pickled (ok, Grade or exception) on the original stdout."
+    replies = os.fdopen(os.dup(1), "wb"); os.dup2(2, 1)                  # stray prints go to stderr, never into the replies
+    while True:
+        try: job, timeout_s = pickle.load(sys.stdin.buffer)
+        except EOFError: return
+        try: reply = (True, _grade_job(job, timeout_s))
+        except Exception as e: reply = (False, e)
+        pickle.dump(reply, replies); replies.flush()
+
+class GradingWorkerDied(RuntimeError): pass
+
+class GradingWorker:
+    "One `serve_grading` process and the pipes to it; one job at a time."
+    def __init__(self):
+        import gradient_quarantine
+        root = str(Path(gradient_quarantine.__file__).resolve().parent.parent)   # where this very package is, installed or not
+        path = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=root,
+                                     env={**os.environ, "PYTHONPATH": path}, start_new_session=True)
+
+    def grade(self, job: tuple, timeout_s: float) -> Grade:
+        try:
+            pickle.dump((job, timeout_s), self.proc.stdin); self.proc.stdin.flush()
+            ok, reply = pickle.load(self.proc.stdout)
+        except (EOFError, OSError, pickle.UnpicklingError) as e:
+            self.proc.kill(); self.proc.wait()
+            raise GradingWorkerDied(f"grading worker {self.proc.pid} died (exit status {self.proc.returncode})") from e
+        if not ok: raise reply
+        return reply
+
+_IDLE_WORKERS: list[GradingWorker] = []
+_IDLE_LOCK = threading.Lock()
+
+def _graded(job: tuple, timeout_s: float) -> Grade:
+    "`job` graded by an idle worker (a new one if none is idle), which goes back to the idle list after; a dead worker is replaced once."
+    with _IDLE_LOCK: worker = _IDLE_WORKERS.pop() if _IDLE_WORKERS else None
+    try: result = (worker or (worker := GradingWorker())).grade(job, timeout_s)
+    except GradingWorkerDied: worker = GradingWorker(); result = worker.grade(job, timeout_s)
+    with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
+    return result
+
 def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0) -> list[Grade]:
-    "Grade (completion, problem, mode[, eval_markers]) jobs in parallel (threads; each grade runs in its own processes)."
+    "Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default: one per core)."
     jobs = [tuple(j) for j in jobs]
     for j in jobs: check_mode(j[2])
-    def one(job): return grade(job[0], job[1], job[2], eval_markers=bool(job[3]) if len(job) > 3 else False, timeout_s=timeout_s)
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool: return list(pool.map(one, jobs))
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool: return list(pool.map(lambda j: _graded(j, timeout_s), jobs))
 
 # %% ../nbs/00_rewards.ipynb #3f50f87f
 def fenced(code: str, prose: str = "") -> str:

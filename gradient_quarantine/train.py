@@ -6,7 +6,8 @@
 __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'PRESET_VALUES', 'SMOKE_ANSWERS', 'LABEL_FIELDS', 'Config', 'resolve_config',
            'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts',
            'write_json', 'read_jsonl', 'append_jsonl', 'truncate_log', 'default_run_dir', 'reference_frout',
-           'NonFiniteLoss', 'Trainer', 'Rollouts', 'training_figure', 'run_checkpoints', 'load_config', 'open_run']
+           'NonFiniteLoss', 'Trainer', 'Grades', 'Rollouts', 'training_figure', 'run_checkpoints', 'load_config',
+           'open_run']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, gzip, hashlib, json, math, os, random, shutil, tempfile, time, zlib
@@ -15,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import torch
 from .adapter import attach_knobs, tiny_qwen3
-from .direction import DirectionSchedule, random_direction, pair_gradients
+from .direction import DirectionSchedule, backward_chunks, random_direction, pair_gradients
 from .evaluate import Sampling, evaluate
 from .fastgen import fuse_rms_norms, generate_fn
 from .pairs import load_pairs
@@ -69,7 +70,8 @@ class Config:
     gate_scope: str = "layer"             # cosine per "layer" or "global" (all layers side by side; per rollout only)
     direction_k: int = 1
     checkpoint_every: int = 10
-    micro_batch: int = 16                 # rollouts per backward pass
+    micro_batch: int = 16                 # rollouts per backward pass, at most
+    micro_batch_tokens: int = 0           # padded tokens per backward pass, at most (0: no limit)
     gen_batch: int = 64
     eval_n: int = 0                       # test problems to evaluate (0 = all)
     eval_temperature: float = 0.7
@@ -84,7 +86,7 @@ PRESET_VALUES = {
                "eval_batch": 128, "micro_batch": 32, "gen_batch": 64, "pair_tags": ("pocket",)},
     "full": {"model": "Qwen/Qwen3-4B", "substrate": "leetcode", "dtype": "bfloat16", "steps": 200, "group_size": 4,
              "prompts_per_update": 64, "max_new_tokens": 1536, "max_prompt_tokens": 1536, "temperature": 0.7, "top_p": 0.95,
-             "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 2, "gen_batch": 256,
+             "top_k": 20, "lr": 1e-3, "kl_beta": 1e-3, "weight_decay": 0.1, "grad_clip": 10.0, "micro_batch": 4, "micro_batch_tokens": 10240, "gen_batch": 256,
              "eval_temperature": 0.7, "eval_max_new_tokens": 1536, "eval_batch": 64},
 }
 
@@ -176,10 +178,13 @@ def group_advantages(rewards: torch.Tensor, *, std: bool = False, std_floor: flo
 
 # %% ../nbs/05_train.ipynb #e443fe3a
 def grpo_token_loss(logp, old_logp, ref_logp, adv, mask, *, clip_eps: float = 0.2, kl_beta: float = 0.0):
-    "Per-token PPO-clip loss plus beta * k3 KL to the reference, masked: (B, T). Also returns the per-token k3."
+    "Per-token PPO-clip loss plus beta * k3 KL to the reference, masked: (B, T); and the per-token k3 (None without a reference)."
     ratio = torch.exp(logp - old_logp)                                                          # (B, T)
     a = adv[:, None]                                                                            # (B, 1)
     pg = -torch.minimum(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)                # (B, T)
+    if ref_logp is None:
+        if kl_beta: raise ValueError(f"kl_beta={kl_beta} needs the reference log-probs")
+        return pg * mask, None
     delta = ref_logp - logp
     k3 = torch.exp(delta) - delta - 1                                                           # (B, T), >= 0
     return (pg + kl_beta * k3) * mask, k3 * mask
@@ -273,7 +278,7 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.train_problems, self.test_problems = load_substrate(cfg)
         self.model, self.tok = load_policy(cfg, self.train_problems)
-        self.generator = generate_fn(self.model)                    # fast_generate on a GPU, evaluate.generate on CPU (GQ_FASTGEN overrides)
+        self.generator = generate_fn(self.model)                    # fast_generate where it supports the model (GQ_FASTGEN overrides)
         self.knobs = attach_knobs(self.model, model_id=cfg.model)
         if self.model.device.type == "cuda": fuse_rms_norms(self.model)      # one kernel per norm in the learning forward (CPU: HF's ops)
         routed = cfg.arm in ROUTED_ARMS
@@ -285,13 +290,13 @@ class Trainer:
         self.modes = assign_modes(self.train_problems, train_modes, cfg.mode_seed)
         self.test_modes = assign_modes(self.test_problems, cfg.modes, cfg.mode_seed)
         self.pairs = load_pairs(modes=cfg.pair_modes, tags=cfg.pair_tags)
-        pair_chunk = min(16, cfg.micro_batch)                          # pairs per backward: 16, or fewer where the micro-batch is smaller
+        pair_batches = dict(chunk=16, max_tokens=cfg.micro_batch_tokens or cfg.micro_batch * (cfg.max_prompt_tokens + cfg.max_new_tokens))   # as a micro-batch
         self.directions = DirectionSchedule(self.model, self.knobs, self.tok, self.pairs, refresh_every=cfg.refresh_every,
-                                            k=cfg.direction_k, max_prompt_tokens=cfg.max_prompt_tokens, chunk=pair_chunk)
+                                            k=cfg.direction_k, max_prompt_tokens=cfg.max_prompt_tokens, **pair_batches)
         self.band, self.band_key, self.data_rng = None, None, random.Random(cfg.seed)
         if cfg.arm == "random_v":
             self.random_v = random_direction(self.knobs, cfg.seed)
-            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs, chunk=pair_chunk), self.random_v,
+            band = calibrate_band(pair_gradients(self.model, self.knobs, self.tok, self.pairs, **pair_batches), self.random_v,
                                   cfg.band_stat, cfg.gate_scope)
             self.random_width = {n: band.upper[n] - band.lower[n] for n in band.lower}
             if cfg.gate_scope == "global": self.random_v = as_global(self.random_v)
@@ -312,93 +317,144 @@ class Trainer:
         return None
 
 # %% ../nbs/05_train.ipynb #df04f670
+class Grades:
+    "One update's rewards and oracle labels (logged only), as a background grader returns them, chunk by chunk in generation order."
+    def __init__(self, grader, problems: list, modes: list):
+        n = len(problems)
+        self.grader, self.problems, self.modes = grader, problems, modes
+        self.texts, self.rewards, self.labels = [None] * n, [None] * n, [None] * n
+        self.chunks, self.waited = [], 0.0                    # [(rows, future)] in generation order; seconds spent blocked in `wait`
+        self._pool = ThreadPoolExecutor(1)                    # one chunk at a time: grade_many spreads each chunk over the cores
+
+    def submit(self, rows: list[int], texts: list[str]):
+        "Hand one generated chunk to the grader."
+        for i, t in zip(rows, texts): self.texts[i] = t
+        self.chunks.append((rows, self._pool.submit(self.grader, texts, [self.problems[i] for i in rows], [self.modes[i] for i in rows])))
+
+    def close(self):
+        "No more chunks: the grader's thread ends once its queue is done; every rollout must have been handed over exactly once."
+        self._pool.shutdown(wait=False)
+        handed = sorted(self.order())
+        if handed != list(range(len(self.problems))):
+            raise RuntimeError(f"the generator handed {len(handed)} rollouts ({len(set(handed))} distinct) to the grader for {len(self.problems)} prompts")
+
+    def order(self) -> list[int]:
+        "The rollouts in the order they were generated."
+        return [i for rows, _ in self.chunks for i in rows]
+
+    def wait(self, rows) -> list[float]:
+        "The rewards of `rows`, blocking until the chunks that hold them are graded."
+        t0, need = time.perf_counter(), set(rows)
+        for chunk, future in self.chunks:
+            if need.intersection(chunk) and self.rewards[chunk[0]] is None:
+                rewards, labels = future.result()
+                if len(rewards) != len(chunk) or len(labels) != len(chunk):
+                    raise RuntimeError(f"the grader returned {len(rewards)} rewards and {len(labels)} labels for {len(chunk)} rollouts")
+                for i, r, l in zip(chunk, rewards, labels): self.rewards[i], self.labels[i] = r, l
+        self.waited += time.perf_counter() - t0
+        return [self.rewards[i] for i in rows]
+
 @dataclass
 class Rollouts:
-    "One update's batch: P x G prompts, completions, rewards and the oracle labels (logged only), and the seconds it took."
-    problems: list; modes: list; prompts: list; comps: list; texts: list; rewards: list; labels: list
-    s_generate: float                   # generation, grading of earlier chunks running beside it
-    s_grade: float                      # grading still left when generation ended: what grading adds to the update
+    "One update's batch: P x G prompts and completions, their grades (arriving in the background), and the seconds generation took."
+    problems: list; modes: list; prompts: list; comps: list
+    grades: Grades
+    s_generate: float                   # generation, with the grading of earlier chunks running beside it
+    @property
+    def texts(self) -> list[str]: return self.grades.texts
+    @property
+    def rewards(self) -> list[float]: return self.grades.wait(range(len(self.comps)))
+    @property
+    def labels(self) -> list[dict]:
+        self.grades.wait(range(len(self.comps)))
+        return self.grades.labels
 
 def _rollouts(self: Trainer, update: int) -> Rollouts:
-    "Draw P problems, generate G completions each, grade them: each generated chunk is graded in a thread while the next one generates."
+    "Draw P problems and generate G completions each; each generated chunk goes to the grader at once, which works in the background."
     cfg, tok = self.cfg, self.tok
     P, G = cfg.prompts_per_update, cfg.group_size
     picks = [self.data_rng.randrange(len(self.train_problems)) for _ in range(P)]
     problems = [self.train_problems[i] for i in picks for _ in range(G)]
     modes = [self.modes[p.id] for p in problems]
     prompts = [encode_prompt(tok, render_prompt(p, m), cfg.max_prompt_tokens) for p, m in zip(problems, modes)]
-    n, graded, t0 = len(prompts), [], time.perf_counter()
-    with ThreadPoolExecutor(1) as pool:
-        def grade(rows: list[int], comps: list):
-            texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
-            graded.append((rows, texts, pool.submit(self.grader, texts, [problems[i] for i in rows], [modes[i] for i in rows])))
-        comps = self.generator(self.model, tok, prompts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens),
-                               batch_size=cfg.gen_batch, on_chunk=grade)
-        t1 = time.perf_counter()
-        texts, rewards, labels = [None] * n, [None] * n, [None] * n       # labels are only logged
-        for rows, chunk_texts, future in graded:
-            for i, t, r, l in zip(rows, chunk_texts, *future.result()): texts[i], rewards[i], labels[i] = t, r, l
-    if any(r is None for r in rewards): raise RuntimeError(f"the generator graded {sum(r is not None for r in rewards)} of {n} rollouts")
-    return Rollouts(problems, modes, prompts, comps, texts, rewards, labels, t1 - t0, time.perf_counter() - t1)
+    grades, t0 = Grades(self.grader, problems, modes), time.perf_counter()
+    comps = self.generator(self.model, tok, prompts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens),
+                           batch_size=cfg.gen_batch,
+                           on_chunk=lambda rows, chunk: grades.submit(rows, [tok.decode(c, skip_special_tokens=True) for c in chunk]))
+    grades.close()
+    return Rollouts(problems, modes, prompts, comps, grades, time.perf_counter() - t0)
+
+# %% ../nbs/05_train.ipynb #47f17e76
+def _learn_micro_batch(self: Trainer, update: int, ro: Rollouts, rows: list[int], A: torch.Tensor, router, denom: int):
+    "The loss of one micro-batch of rollouts and its (routed) backward. Returns (loss, summed k3 or nan, completion tokens, routed fractions or None)."
+    cfg, model, knobs = self.cfg, self.model, self.knobs
+    b = make_batch([ro.prompts[i] for i in rows], [ro.comps[i] for i in rows], self.tok.pad_token_id).to(model.device)
+    mask, a = b.completion_mask.float(), A[rows].to(model.device)
+    ref = None
+    if cfg.kl_beta:                                                            # the knobs-off reference feeds the KL term only
+        with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
+    if router is not None: router.set_advantages(a)
+    with knobs.collect(router) if router is not None else torch.enable_grad():
+        lp = token_logprobs(model, b)
+        tl, k3 = grpo_token_loss(lp, lp.detach(), ref, a, mask, clip_eps=cfg.clip_eps, kl_beta=cfg.kl_beta)
+        loss = tl.sum() / denom
+        if not torch.isfinite(loss): raise NonFiniteLoss(f"update {update}: loss is {loss.item()}")
+        loss.backward()
+    f = router.end_backward().cpu() if router is not None else None
+    return loss.item(), float("nan") if k3 is None else k3.sum().item(), int(mask.sum()), f
 
 def _learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict, list[dict]]:
-    "Advantages, routed backward and a clipped AdamW step on one batch of rollouts. Returns (metrics row, rollout records)."
-    cfg, tok, model, knobs = self.cfg, self.tok, self.model, self.knobs
+    "Advantages group by group as the grades arrive, a routed backward per micro-batch, a clipped AdamW step. Returns (metrics row, rollout records)."
+    cfg, mb, budget = self.cfg, self.cfg.micro_batch, self.cfg.micro_batch_tokens or None
     P, G = cfg.prompts_per_update, cfg.group_size
-    prompts, comps, rewards, labels = ro.prompts, ro.comps, ro.rewards, ro.labels
-    t2 = time.perf_counter()
-    R = torch.tensor(rewards, dtype=torch.float32).view(P, G)
-    adv, live = group_advantages(R, std=cfg.std_advantage, std_floor=cfg.std_floor)
-    A = adv.flatten()
-    gate = self.gate(update)
-    router = Router(knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
+    t2, waited = time.perf_counter(), ro.grades.waited
+    gate = self.gate(update)                                                   # a direction refresh runs while the last chunks are graded
+    router = Router(self.knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
     denom = G * cfg.max_new_tokens * P
-    active = [i for i in range(P * G) if live[i // G]]
-    fractions, loss_sum, kl_sum, n_tok = torch.full((P * G,), float("nan")), 0.0, 0.0, 0
-    for s in range(0, len(active), cfg.micro_batch):
-        rows = active[s:s + cfg.micro_batch]
-        b = make_batch([prompts[i] for i in rows], [comps[i] for i in rows], tok.pad_token_id).to(model.device)
-        mask, a = b.completion_mask.float(), A[rows].to(model.device)
-        with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
-        ctx = knobs.collect(router) if router is not None else torch.enable_grad()
-        if router is not None: router.set_advantages(a)
-        with ctx:
-            lp = token_logprobs(model, b)
-            tl, k3 = grpo_token_loss(lp, lp.detach(), ref, a, mask, clip_eps=cfg.clip_eps, kl_beta=cfg.kl_beta)
-            loss = tl.sum() / denom
-            if not torch.isfinite(loss): raise NonFiniteLoss(f"update {update}: loss is {loss.item()}")
-            loss.backward()
-        if router is not None: fractions[rows] = router.end_backward().cpu()
-        loss_sum, kl_sum, n_tok = loss_sum + loss.item(), kl_sum + k3.sum().item(), n_tok + int(mask.sum())
+    A, live, fractions = torch.zeros(P * G), torch.zeros(P, dtype=torch.bool), torch.full((P * G,), float("nan"))
+    steps, queue, order = [], [], list(dict.fromkeys(i // G for i in ro.grades.order()))   # groups in generation order
+    for k, g in enumerate(order):                                              # learn on graded groups while later ones grade
+        rows = list(range(g * G, (g + 1) * G))
+        adv, ok = group_advantages(torch.tensor([ro.grades.wait(rows)]), std=cfg.std_advantage, std_floor=cfg.std_floor)
+        A[rows], live[g] = adv[0], ok[0]
+        if ok[0]: queue += rows
+        while queue:                                                           # the next micro-batch, once it cannot grow any more
+            n = len(backward_chunks([len(ro.prompts[i]) + len(ro.comps[i]) for i in queue], mb, budget)[0])
+            if n == len(queue) < mb and k < len(order) - 1: break
+            rows, queue = queue[:n], queue[n:]
+            steps.append((rows, *self.learn_micro_batch(update, ro, rows, A, router, denom)))   # (rows, loss, k3, tokens, f)
+    for rows, *_, f in steps:
+        if f is not None: fractions[rows] = f
+    loss_sum, k3_sum, n_tok = (sum(s[j] for s in steps) for j in (1, 2, 3))
     if router is not None: router.apply()
     t3 = time.perf_counter()
-    grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).item() if active else 0.0
+    grad_norm = torch.nn.utils.clip_grad_norm_(self.params, cfg.grad_clip).item() if live.any() else 0.0
     if not math.isfinite(grad_norm): raise NonFiniteLoss(f"update {update}: gradient norm is {grad_norm}")
     lr = self.sched.get_last_lr()[0]
-    if active: self.opt.step()
+    if live.any(): self.opt.step()
     self.opt.zero_grad(set_to_none=True); self.sched.step()
     t4 = time.perf_counter()
     stats = router.stats() if router is not None else {}
-    n = P * G
+    R, labels, n, s_grade = torch.tensor(ro.rewards).view(P, G), ro.labels, P * G, ro.grades.waited - waited
     row = {"update": update, "reward": R.mean().item(), "reward_std": R.std().item(),
            "train_hack": sum(l["exploited"] for l in labels) / n, "train_solve": sum(l["gt_correct"] for l in labels) / n,
-           "live_groups": int(live.sum()), "loss": loss_sum, "kl": kl_sum / max(n_tok, 1), "grad_norm": grad_norm, "lr": lr,
+           "live_groups": int(live.sum()), "loss": loss_sum, "kl": k3_sum / max(n_tok, 1) if cfg.kl_beta else float("nan"), "grad_norm": grad_norm, "lr": lr,
            "frout": stats.get("frout", float("nan")), "qE": stats.get("qE", float("nan")),
            "band_lower": stats.get("band_lower", float("nan")), "band_upper": stats.get("band_upper", float("nan")),
            "band_width": stats.get("band_width", float("nan")),
            "direction_overlap": self.directions.last_overlap if cfg.arm == "route2b" else float("nan"),
-           "completion_tokens": sum(map(len, comps)) / n,
-           "s_generate": ro.s_generate, "s_grade": ro.s_grade, "s_backward": t3 - t2, "s_optimizer": t4 - t3}
+           "completion_tokens": sum(map(len, ro.comps)) / n,
+           "s_generate": ro.s_generate, "s_grade": s_grade, "s_backward": t3 - t2 - s_grade, "s_optimizer": t4 - t3}
     records = [{"update": update, "problem": p.id, "mode": m, "group": i // G, "completion": t, "n_tokens": len(c),
                 "reward": r, "advantage": A[i].item(), "f": fractions[i].item(), **l}
-               for i, (p, m, t, c, r, l) in enumerate(zip(ro.problems, ro.modes, ro.texts, comps, rewards, labels))]
+               for i, (p, m, t, c, r, l) in enumerate(zip(ro.problems, ro.modes, ro.texts, ro.comps, ro.rewards, labels))]
     return row, records
 
 def _update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
-    "One GRPO update: rollouts (generate and grade), then learn. Returns (metrics row, rollout records)."
+    "One GRPO update: rollouts (generated, graded in the background), then learn (as the grades arrive). Returns (metrics row, rollout records)."
     return self.learn(update, self.rollouts(update))
 
-Trainer.rollouts, Trainer.learn, Trainer.update = _rollouts, _learn, _update
+Trainer.rollouts, Trainer.learn_micro_batch, Trainer.learn, Trainer.update = _rollouts, _learn_micro_batch, _learn, _update
 
 # %% ../nbs/05_train.ipynb #4f8d4225
 def _ckpt(self: Trainer, update: int) -> Path: return self.dir/"checkpoints"/f"update_{update:04d}"
