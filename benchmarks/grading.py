@@ -138,7 +138,7 @@ def startup_ms(flags: list[str], n: int = 20) -> float:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--baseline", default="HEAD", help="git revision whose sandbox is the 'old' one")
+    ap.add_argument("--baseline", default="e4384bd", help="git revision whose sandbox is the 'old' one (e4384bd: the one before -I -S, the fast /proc scan and the pidfd wait)")
     ap.add_argument("--rounds", type=int, default=3, help="parallel batches per sandbox, workload and way of running them")
     ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts (64 each) in the timed pocket workload")
     ap.add_argument("--timeout", type=float, default=3.0,
