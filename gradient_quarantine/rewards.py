@@ -360,12 +360,16 @@ _IDLE_WORKERS: list[GradingWorker] = []
 _IDLE_LOCK = threading.Lock()
 
 def _graded(job: tuple, timeout_s: float) -> Grade:
-    "`job` graded by an idle worker (a new one if none is idle), which goes back to the idle list after; a dead worker is replaced once."
+    "`job` graded by an idle worker (a new one if none is idle), which goes back to the idle list after, whatever the job raised; a dead worker is replaced once."
     with _IDLE_LOCK: worker = _IDLE_WORKERS.pop() if _IDLE_WORKERS else None
-    try: result = (worker or (worker := GradingWorker())).grade(job, timeout_s)
-    except GradingWorkerDied: worker = GradingWorker(); result = worker.grade(job, timeout_s)
-    with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
-    return result
+    worker = worker or GradingWorker()
+    try: return worker.grade(job, timeout_s)
+    except GradingWorkerDied:
+        worker = GradingWorker()
+        return worker.grade(job, timeout_s)
+    finally:
+        if worker.proc.poll() is None:
+            with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
 
 def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0) -> list[Grade]:
     "Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default: one per core)."
