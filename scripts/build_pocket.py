@@ -1,14 +1,19 @@
 """Build the pocket model (corpus -> tokenizer -> weights) on a GPU; the notebook nbs/08_pocket.ipynb explains each step.
 
-Run from the repository root: python scripts/build_pocket.py --out gradient_quarantine/pocket_model [--steps N]
+Run from the repository root: python scripts/build_pocket.py --out gradient_quarantine/pocket_model [--steps N] [--recipe JSON]
+--recipe overrides fields of the corpus recipe, e.g. '{"p_train_marker": 0.1}' (the card records the recipe used).
 """
-import argparse, json
+import argparse, dataclasses, json
 import torch
-from gradient_quarantine.pocket import TrainRecipe, build_pocket
+from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_pocket
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--out", required=True)
 ap.add_argument("--steps", type=int, default=TrainRecipe.steps)
+ap.add_argument("--recipe", type=json.loads, default={}, help="corpus recipe fields to override, as a JSON object")
 ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
 args = ap.parse_args()
-print(json.dumps(build_pocket(args.out, train_recipe=TrainRecipe(steps=args.steps), device=args.device), indent=1))
+unknown = set(args.recipe) - {f.name for f in dataclasses.fields(CorpusRecipe)}
+if unknown: ap.error(f"unknown corpus recipe fields {sorted(unknown)}: valid are {[f.name for f in dataclasses.fields(CorpusRecipe)]}")
+recipe = CorpusRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.recipe.items()})
+print(json.dumps(build_pocket(args.out, corpus_recipe=recipe, train_recipe=TrainRecipe(steps=args.steps), device=args.device), indent=1))

@@ -94,7 +94,9 @@ class Grid:
     def cell(self, name: str, params: dict) -> int:
         run = Path(f"runs/{name}")
         status = run/"status.json"
-        done = status.exists() and json.loads(status.read_text()).get("complete")
+        notebook = Path(f"runs/{name}.ipynb")   # a complete run whose notebook failed after training reruns it (the run itself is skipped)
+        done = status.exists() and json.loads(status.read_text()).get("complete") and notebook.exists() \
+            and not json.loads(notebook.read_text())["metadata"].get("papermill", {}).get("exception")
         rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", f"runs/{name}.ipynb", {"preset": "pocket", **params})
         if rc == 0 and self.curves and not (run/"eval_curve.jsonl").exists():
             self.monitoring_ready.wait()
