@@ -17,6 +17,7 @@ if [ ! -d $work ]; then
   for t in .gridsnap/state.tar.gz .gridsnap/resume_*.tar.gz .gridsnap/rollouts_*.tar.gz; do [ -f "$t" ] && tar xzf "$t" -C $work; done
   echo "restored $(ls $work/runs | wc -l) entries into $work/runs"
 fi
+cp -r nbs scripts $work/                      # notebook and script fixes reach a warm machine's next papermill call (never the runs)
 cd $work
 complete() { grep -q '"complete": true' "runs/$1/status.json" 2>/dev/null; }
 if ! pgrep -f "scripts/run_grid.py --jobs" >/dev/null; then
