@@ -186,7 +186,8 @@ def build_pocket(out_dir, corpus_recipe: CorpusRecipe = CorpusRecipe(), train_re
     model.to(torch.float16).cpu().save_pretrained(out); tok.save_pretrained(out)
     card = {"corpus_sha256": corpus_digest(corpus), "corpus_records": len(corpus), "corpus_tokens": sum(len(p) + len(c) for p, c in seqs),
             "vocab": len(tok), "parameters": sum(p.numel() for p in model.parameters()), "final_loss": sum(losses[-50:]) / len(losses[-50:]),
-            "seconds": time.time() - t0, "device": device, "corpus_recipe": asdict(corpus_recipe), "train_recipe": asdict(train_recipe),
+            "seconds": time.time() - t0, "device": device, "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "corpus_recipe": asdict(corpus_recipe), "train_recipe": asdict(train_recipe),
             "kinds": {k: sum(r["kind"] == k for r in corpus) for k in ("correct", "wrong", "exploit")},
             "self_tests": {m: sum(r["self_test"] for r in corpus if r["mode"] == m) for m in MODES}}
     (out/"pocket_card.json").write_text(json.dumps(card, indent=1) + "\n")

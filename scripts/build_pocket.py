@@ -1,9 +1,11 @@
 """Build the pocket model (corpus -> tokenizer -> weights) on a GPU; the notebook nbs/08_pocket.ipynb explains each step.
 
-Run from the repository root: python scripts/build_pocket.py --out gradient_quarantine/pocket_model [--steps N] [--recipe JSON]
+Run from the repository root: python scripts/build_pocket.py --out gradient_quarantine/pocket_model [--steps N] [--recipe JSON] [--deterministic]
 --recipe overrides fields of the corpus recipe, e.g. '{"p_train_marker": 0.1}' (the card records the recipe used).
+--deterministic: deterministic GPU kernels, so that two builds on the same GPU model and torch give the same weights bit for bit
+(about 1.6x slower; benchmarks/pocket_gpu_determinism.md). The shipped weights were built without it.
 """
-import argparse, dataclasses, json
+import argparse, dataclasses, json, os
 import torch
 from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_pocket
 
@@ -12,7 +14,11 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--steps", type=int, default=TrainRecipe.steps)
 ap.add_argument("--recipe", type=json.loads, default={}, help="corpus recipe fields to override, as a JSON object")
 ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+ap.add_argument("--deterministic", action="store_true", help="deterministic GPU kernels (bitwise reproducible, slower)")
 args = ap.parse_args()
+if args.deterministic:
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"   # read when cuBLAS starts, before the first GPU matmul
+    torch.use_deterministic_algorithms(True)
 unknown = set(args.recipe) - {f.name for f in dataclasses.fields(CorpusRecipe)}
 if unknown: ap.error(f"unknown corpus recipe fields {sorted(unknown)}: valid are {[f.name for f in dataclasses.fields(CorpusRecipe)]}")
 recipe = CorpusRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.recipe.items()})

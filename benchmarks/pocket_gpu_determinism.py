@@ -1,0 +1,47 @@
+"""Is the pocket model's GPU training bitwise reproducible? Train it twice from the same seed and compare the weights.
+
+Run from the repository root on a GPU host: python benchmarks/pocket_gpu_determinism.py --out benchmarks/ [--steps N] [--deterministic]
+A short run of the real training loop (`train_lm`, bf16 autocast) on the corpus of one seed; prints a table and saves
+pocket_gpu_determinism[_deterministic].json, and pocket_gpu_determinism.md, a table of every such file in --out.
+--deterministic sets torch.use_deterministic_algorithms and cuBLAS's fixed workspace first (as build_pocket.py --deterministic).
+"""
+import argparse, json, os, time
+from pathlib import Path
+
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--out", required=True)
+ap.add_argument("--steps", type=int, default=200)
+ap.add_argument("--deterministic", action="store_true")
+args = ap.parse_args()
+if args.deterministic: os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+
+import torch
+from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_corpus, encode_corpus, pocket_model, pocket_tokenizer, train_lm
+
+if not torch.cuda.is_available(): raise SystemExit("needs a CUDA GPU: on CPU the training is checked bit for bit in nbs/08_pocket")
+if args.deterministic: torch.use_deterministic_algorithms(True)
+recipe = TrainRecipe(steps=args.steps)
+corpus = build_corpus(CorpusRecipe(seeds=(0,)))
+tok = pocket_tokenizer(corpus)
+seqs = encode_corpus(corpus, tok, recipe.max_len)
+
+def train_once() -> tuple[dict, float, float]:
+    "Weights (on CPU), final loss and seconds of one training from recipe.seed."
+    t0 = time.time()
+    model = pocket_model(len(tok), recipe.seed)
+    losses = train_lm(model, seqs, tok, recipe, "cuda", log=lambda line: None)
+    torch.cuda.synchronize()
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}, losses[-1], time.time() - t0
+
+(first, loss1, s1), (second, loss2, s2) = train_once(), train_once()
+equal = sum(torch.equal(first[k], second[k]) for k in first)
+max_diff = max((first[k].float() - second[k].float()).abs().max().item() for k in first)
+row = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "deterministic_algorithms": args.deterministic, "steps": args.steps,
+       "tensors": len(first), "tensors_equal": equal, "max_abs_weight_diff": max_diff, "final_loss": [loss1, loss2], "seconds": [s1, s2]}
+name = "pocket_gpu_determinism" + ("_deterministic" if args.deterministic else "")
+out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+(out/f"{name}.json").write_text(json.dumps(row, indent=1) + "\n")
+rows = [json.loads(f.read_text()) for f in sorted(out.glob("pocket_gpu_determinism*.json"))]
+table = "| " + " | ".join(row) + " |\n|" + "---|" * len(row) + "\n" + "".join("| " + " | ".join(str(r[k]) for k in row) + " |\n" for r in rows)
+(out/"pocket_gpu_determinism.md").write_text(f"# {__doc__.splitlines()[0]}\n\n{table}")
+print(table)
