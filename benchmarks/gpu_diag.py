@@ -111,7 +111,7 @@ def grading(report):
     from gradient_quarantine.rewards import fenced, grade_many
     from gradient_quarantine.problems import load_leetcode
     pocket_train, _ = train.load_substrate(train.resolve_config("pocket"))
-    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(Path(__file__).parent.parent/"runs"/"route2b_s43"/"rollouts.jsonl.gz")
+    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(Path(__file__).parent.parent/"runs"/"grid"/"route2b_s43"/"rollouts.jsonl.gz")
     out = report.setdefault("grading", {"cpus": os.cpu_count()})
     for u in (10, 20, 30, 40, 50):
         rs = [r for r in rows if r["update"] == u]

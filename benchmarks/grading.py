@@ -144,7 +144,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=3.0,
                     help="wall limit per program for the canonical and pocket workloads (the graders' default 3 s; more on a loaded machine, "
                          "where the slowest canonical solutions would otherwise time out); the hostile mix always runs at 3 s")
-    ap.add_argument("--rollouts", default=str(REPO/"runs/route2b_s43/rollouts.jsonl.gz"))
+    ap.add_argument("--rollouts", default=str(REPO/"runs/grid/route2b_s43/rollouts.jsonl.gz"))
     args = ap.parse_args()
     roots, commit = snapshots(args.baseline)
     boxes = {arm: load_sandbox(root, arm) for arm, root in roots.items()}

@@ -14,6 +14,7 @@ from IPython.display import HTML
 from .pairs import load_pairs
 from .problems import hint_phrase
 from .rewards import MODES, check_mode, grade_many, marker
+from .results import GRID_DIR
 from .train import read_jsonl
 
 # %% ../nbs/92_explorer.ipynb #36d96ab5
@@ -205,9 +206,9 @@ ROLLOUTS_FILE = "rollouts.jsonl.gz"
 SHOWCASE_RUNS = ("vanilla_s43", "route2b_s43")
 
 def produce_command(run_name: str) -> str:
-    "The command, from the repository root, that trains run `runs/<run_name>` (`<arm>_s<seed>`) and writes its rollouts."
+    "The command, from the repository root, that trains the grid's run `runs/grid/<run_name>` (`<arm>_s<seed>`) and writes its rollouts."
     m = re.fullmatch(r"(.+)_s(\d+)", run_name)
-    return f"papermill nbs/05_train.ipynb runs/{run_name}.ipynb" + (f" -p arm {m.group(1)} -p seed {m.group(2)}" if m else "")
+    return f"papermill nbs/05_train.ipynb {GRID_DIR}/{run_name}.ipynb" + (f" -p arm {m.group(1)} -p seed {m.group(2)}" if m else "")
 
 def load_rollouts(run_dir) -> list[dict]:
     "The rollout records of the run in `run_dir` (its `rollouts.jsonl.gz`); a FileNotFoundError saying what to run when there are none."
@@ -223,11 +224,11 @@ def pick_runs(runs_dir, names=SHOWCASE_RUNS) -> tuple[list[Path], list[str]]:
     return found, [n for n in names if Path(runs_dir)/n not in found]
 
 def find_runs_dir(start=None) -> Path:
-    "The repository's `runs/`: beside the `_quarto.yml` nearest above `start` (default: the working directory)."
+    "The repository's committed grid, `runs/grid/`, under the `_quarto.yml` nearest above `start` (default: the working directory)."
     start = Path(start or Path.cwd()).resolve()
     root = next((p for p in [start, *start.parents] if (p/"_quarto.yml").is_file()), None)
     if root is None: raise FileNotFoundError(f"no _quarto.yml in {start} or above: pass runs_dir explicitly")
-    return root/"runs"
+    return root/GRID_DIR
 
 def rollouts_page(runs_dir=None, names=SHOWCASE_RUNS, limit: int | None = 1000) -> HTML:
     "A `rollout_browser` for each run of `names` (under `runs_dir`, default `find_runs_dir()`) that has rollouts; for the others, what to run."
@@ -235,10 +236,10 @@ def rollouts_page(runs_dir=None, names=SHOWCASE_RUNS, limit: int | None = 1000) 
     found, missing = pick_runs(runs_dir, names)
     parts = [rollout_browser(load_rollouts(d), title=d.name, limit=limit).data for d in found]
     if missing:
-        looked = ", ".join(f"<code>runs/{html.escape(n)}/{ROLLOUTS_FILE}</code>" for n in missing)
+        looked = ", ".join(f"<code>{GRID_DIR}/{html.escape(n)}/{ROLLOUTS_FILE}</code>" for n in missing)
         cmds = "\n".join(html.escape(produce_command(n)) for n in missing)
         parts.append(f'<div class="gq-missing"><p>{"Not shown" if found else "No rollouts yet"}: this page looked for {looked}, which the '
                      f"repository does not hold yet. Produce them from the repository root with</p><pre>{cmds}</pre><p>then add them with "
-                     f"<code>git add -f runs/&lt;run&gt;/{ROLLOUTS_FILE}</code> (<code>*.jsonl.gz</code> is git-ignored) and re-execute "
+                     f"<code>git add -f {GRID_DIR}/&lt;run&gt;/{ROLLOUTS_FILE}</code> (<code>*.jsonl.gz</code> is git-ignored) and re-execute "
                      "<code>nbs/traces/rollouts.ipynb</code>.</p></div>")
     return HTML("".join(parts))

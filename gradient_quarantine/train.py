@@ -240,7 +240,7 @@ def truncate_log(path, last_update: int):
 
 # %% ../nbs/05_train.ipynb #c268c8c5
 def default_run_dir(arm: str, seed: int) -> str:
-    "runs/<name of the executed notebook> when papermill's command line names one, else runs/<arm>_s<seed>."
+    "The executed notebook's path less `.ipynb` when papermill's command line names one (runs/x.ipynb -> runs/x), else runs/<arm>_s<seed>."
     pid = os.getppid()
     for _ in range(4):                                    # the kernel's ancestors: papermill is one of the first few
         try: argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")

@@ -6,7 +6,7 @@ OUT/resume_N.tar.gz what only unfinished work needs: the rollouts log and the la
 OUT/rollouts_N.tar.gz the rollouts logs of complete runs;  OUT/logs.tar.gz the last 64 kB of every papermill log.
 Each file stays under 15 MB; older trainer states and the checkpoints of finished runs are left out (not needed).
 
-Usage: python scripts/grid_snapshot.py runs OUT
+Usage: python scripts/grid_snapshot.py runs/grid OUT
 """
 import io, json, sys, tarfile
 from pathlib import Path

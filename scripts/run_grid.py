@@ -1,12 +1,12 @@
 """The experiment grid of issue 8 on the pocket substrate, every run through papermill.
 
-Each training cell is `papermill nbs/05_train.ipynb runs/<name>.ipynb` (its run directory is `runs/<name>/`), followed by
-`papermill nbs/07_eval_curve.ipynb runs/<name>/eval_curve.ipynb` on the frozen base-stratified monitoring subset.
+Each training cell is `papermill nbs/05_train.ipynb runs/grid/<name>.ipynb` (its run directory is `runs/grid/<name>/`), followed by
+`papermill nbs/07_eval_curve.ipynb runs/grid/<name>/eval_curve.ipynb` on the frozen base-stratified monitoring subset.
 Phase 0 evaluates the base model on the whole test set and draws that subset (`nbs/06_eval.ipynb`). Phase 1 trains every
 cell that needs no reference run. Phase 2 starts once both route2b granularities have finished for every seed: it picks
 the better granularity (lower mean final deploy hack over the seeds; a tie goes to per-rollout) and trains the controls
 matched to it (random-V and the uniform split, each referencing route2b at that granularity with the same seed) and
-route2b with a frozen direction. `runs/grid.json` lists one record per process of the script (a resumed grid adds one):
+route2b with a frozen direction. `runs/grid/grid.json` lists one record per process of the script (a resumed grid adds one):
 the host, every cell's command, times and exit code, and the granularity decision with its numbers.
 
 Usage, from the repository root (GPU host or CPU):  python scripts/run_grid.py --jobs 12 [--dry-run] [--extra]
@@ -16,11 +16,12 @@ A cell already complete (status complete and its eval curve written) is skipped,
 """
 import argparse, concurrent.futures as cf, fcntl, json, os, platform, statistics, subprocess, sys, threading, time
 from pathlib import Path
-from gradient_quarantine.results import REFERENCE_SEEDS, SEEDS, Results
+from gradient_quarantine.results import GRID_DIR, REFERENCE_SEEDS, SEEDS, Results
 
 HELD_OUT_SPLITS = {"pairs-rt-so": ["run_tests", "stdout_marker"], "pairs-se-fm": ["sentinel", "file_marker"]}
 MONITORING_N = 117
-MONITORING = f"runs/monitoring_pocket_{MONITORING_N}.json"
+GRID = Path(GRID_DIR)
+MONITORING = f"{GRID}/monitoring_pocket_{MONITORING_N}.json"
 SUFFIX = {"rollout": "", "token": "_token"}
 
 def phase1_cells() -> list[tuple[str, dict]]:
@@ -34,7 +35,7 @@ def phase1_cells() -> list[tuple[str, dict]]:
 
 def phase2_cells(g: str) -> list[tuple[str, dict]]:
     "The direction-free controls matched to route2b at granularity g, and route2b at g with a frozen direction."
-    ref = lambda s: f"runs/route2b{SUFFIX[g]}_s{s}"
+    ref = lambda s: f"{GRID}/route2b{SUFFIX[g]}_s{s}"
     cells = [(f"random_v_s{s}", {"arm": "random_v", "granularity": g, "seed": s, "reference_run": ref(s)}) for s in SEEDS]
     cells += [(f"uniform_s{s}", {"arm": "uniform", "granularity": g, "seed": s, "reference_run": ref(s)}) for s in SEEDS]
     cells += [(f"route2b_frozen_s{s}", {"arm": "route2b", "granularity": g, "seed": s, "refresh_every": 0}) for s in REFERENCE_SEEDS]
@@ -42,13 +43,13 @@ def phase2_cells(g: str) -> list[tuple[str, dict]]:
 
 def extra_cells() -> list[tuple[str, dict]]:
     "Beyond the issue's grid (--extra): random-V and the uniform split matched to route2b per rollout, seeds 41-43."
-    ref = lambda s: f"runs/route2b_s{s}"
+    ref = lambda s: f"{GRID}/route2b_s{s}"
     return [(f"{arm}_rollout_s{s}", {"arm": arm, "granularity": "rollout", "seed": s, "reference_run": ref(s)})
             for arm in ("random_v", "uniform") for s in REFERENCE_SEEDS]
 
 def better_granularity() -> tuple[str, dict]:
     "route2b's better granularity by the rule of `Results.better_granularity`, and the mean final deploy hacks it compared."
-    R = Results("runs", "pocket")
+    R = Results(GRID, "pocket")
     hack = {g: R.deploy(f"route2b/{g}") for g in SUFFIX}
     lacking = {g: sorted(set(SEEDS) - set(h)) for g, h in hack.items() if set(SEEDS) - set(h)}
     if lacking: raise FileNotFoundError(f"route2b runs not complete for seeds {lacking}")
@@ -62,15 +63,16 @@ class Grid:
         self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count(), "gpu": gpu_name()}, "jobs": jobs,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cells": {}}
         self.record_id = f"{self.record['started']} pid {os.getpid()}"
-        Path("runs/grid_logs").mkdir(parents=True, exist_ok=True)
+        (GRID/"grid_logs").mkdir(parents=True, exist_ok=True)
 
     def save(self):
-        "Write this process's record into runs/grid.json, keeping every other process's (a resumed grid, --extra beside it)."
-        with self.lock, open("runs/.grid.json.lock", "w") as lock:
+        "Write this process's record into runs/grid/grid.json, keeping every other process's (a resumed grid, --extra beside it)."
+        if self.dry_run: return                            # a dry run lists the commands and records nothing
+        with self.lock, open(GRID/".grid.json.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            grid = Path("runs/grid.json")
+            grid = GRID/"grid.json"
             others = [p for p in (json.loads(grid.read_text())["processes"] if grid.exists() else []) if p.get("id") != self.record_id]
-            tmp = Path("runs/.grid.json.tmp")
+            tmp = GRID/".grid.json.tmp"
             tmp.write_text(json.dumps({"processes": others + [{"id": self.record_id, **self.record}]}, indent=1) + "\n"); tmp.replace(grid)
 
     def papermill(self, key: str, notebook: str, out: str, params: dict) -> int:
@@ -78,7 +80,7 @@ class Grid:
         entry = {"command": " ".join(cmd[1:4] + cmd[4:5] + [f"'{json.dumps(params)}'"]), "start": time.time()}
         with self.lock: self.record["cells"][key] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
-        with open(f"runs/grid_logs/{key}.log", "w") as log:
+        with open(GRID/"grid_logs"/f"{key}.log", "w") as log:
             rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"}).returncode
         entry.update(end=time.time(), seconds=round(time.time() - entry["start"], 1), returncode=rc)
         print(f"{key}: exit {rc} after {entry['seconds']} s", flush=True)
@@ -87,21 +89,21 @@ class Grid:
 
     def base(self):
         if not Path(MONITORING).exists():
-            self.papermill("base_pocket", "nbs/06_eval.ipynb", "runs/base_pocket.ipynb",
-                           {"preset": "pocket", "out": "runs/base_pocket/eval/base.json", "monitoring_n": MONITORING_N, "subset_out": MONITORING})
+            self.papermill("base_pocket", "nbs/06_eval.ipynb", f"{GRID}/base_pocket.ipynb",
+                           {"preset": "pocket", "out": f"{GRID}/base_pocket/eval/base.json", "monitoring_n": MONITORING_N, "subset_out": MONITORING})
         self.monitoring_ready.set()
 
     def cell(self, name: str, params: dict) -> int:
-        run = Path(f"runs/{name}")
+        run = GRID/name
         status = run/"status.json"
-        notebook = Path(f"runs/{name}.ipynb")   # a complete run whose notebook failed after training reruns it (the run itself is skipped)
+        notebook = GRID/f"{name}.ipynb"   # a complete run whose notebook failed after training reruns it (the run itself is skipped)
         done = status.exists() and json.loads(status.read_text()).get("complete") and notebook.exists() \
             and not json.loads(notebook.read_text())["metadata"].get("papermill", {}).get("exception")
-        rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", f"runs/{name}.ipynb", {"preset": "pocket", **params})
+        rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", f"{GRID}/{name}.ipynb", {"preset": "pocket", **params})
         if rc == 0 and self.curves and not (run/"eval_curve.jsonl").exists():
             self.monitoring_ready.wait()
-            rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", f"runs/{name}/eval_curve.ipynb",
-                                {"run_dir": f"runs/{name}", "ids_file": MONITORING})
+            rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", f"{run}/eval_curve.ipynb",
+                                {"run_dir": str(run), "ids_file": MONITORING})
         return rc
 
     def run_extra(self):
