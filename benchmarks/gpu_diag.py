@@ -27,6 +27,7 @@ from gradient_quarantine.fastgen import StaticDecoder, fuse_rms_norms, fused_wei
 from gradient_quarantine.pairs import load_pairs
 from gradient_quarantine.pocket import POCKET_DIR
 from gradient_quarantine.problems import assign_modes, render_prompt
+from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.tokens import END_OF_TURN, encode_prompt
 
 BACKENDS = {"efficient+math": [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
@@ -111,7 +112,7 @@ def grading(report):
     from gradient_quarantine.rewards import fenced, grade_many
     from gradient_quarantine.problems import load_leetcode
     pocket_train, _ = train.load_substrate(train.resolve_config("pocket"))
-    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(Path(__file__).parent.parent/"runs"/"grid"/"route2b_s43"/"rollouts.jsonl.gz")
+    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(Path(__file__).parent.parent/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz")
     out = report.setdefault("grading", {"cpus": os.cpu_count()})
     for u in (10, 20, 30, 40, 50):
         rs = [r for r in rows if r["update"] == u]

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from gradient_quarantine import rewards
 from gradient_quarantine.problems import load_leetcode, assign_modes
+from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
 from gradient_quarantine.train import load_substrate, resolve_config
 
@@ -144,7 +145,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=3.0,
                     help="wall limit per program for the canonical and pocket workloads (the graders' default 3 s; more on a loaded machine, "
                          "where the slowest canonical solutions would otherwise time out); the hostile mix always runs at 3 s")
-    ap.add_argument("--rollouts", default=str(REPO/"runs/grid/route2b_s43/rollouts.jsonl.gz"))
+    ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
     roots, commit = snapshots(args.baseline)
     boxes = {arm: load_sandbox(root, arm) for arm, root in roots.items()}

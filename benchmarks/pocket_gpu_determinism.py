@@ -3,9 +3,9 @@
 Run from the repository root on a GPU host: python benchmarks/pocket_gpu_determinism.py --out benchmarks/ [--steps N] [--deterministic]
 A short run of the real training loop (`train_lm`, bf16 autocast) on the corpus of one seed; prints a table and saves
 pocket_gpu_determinism[_deterministic].json, and pocket_gpu_determinism.md, a table of every such file in --out.
---deterministic sets torch.use_deterministic_algorithms and cuBLAS's fixed workspace first (as build_pocket.py --deterministic).
+--deterministic calls pocket.deterministic_kernels first, as build_pocket.py --deterministic does.
 """
-import argparse, json, os, time
+import argparse, json, time
 from pathlib import Path
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -13,13 +13,13 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--steps", type=int, default=200)
 ap.add_argument("--deterministic", action="store_true")
 args = ap.parse_args()
-if args.deterministic: os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 
 import torch
-from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_corpus, encode_corpus, pocket_model, pocket_tokenizer, train_lm
+from gradient_quarantine.pocket import (CorpusRecipe, TrainRecipe, build_corpus, deterministic_kernels, encode_corpus, pocket_model,
+                                        pocket_tokenizer, train_lm)
 
 if not torch.cuda.is_available(): raise SystemExit("needs a CUDA GPU: on CPU the training is checked bit for bit in nbs/08_pocket")
-if args.deterministic: torch.use_deterministic_algorithms(True)
+if args.deterministic: deterministic_kernels()
 recipe = TrainRecipe(steps=args.steps)
 corpus = build_corpus(CorpusRecipe(seeds=(0,)))
 tok = pocket_tokenizer(corpus)

@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['CORPUS_TOKENS', 'SELF_TEST', 'PROSE', 'POCKET_ARCH', 'POCKET_VOCAB', 'POCKET_DIR', 'CorpusRecipe', 'corpus_prompt',
            'exploit_code', 'honest_tests', 'corpus_record', 'build_corpus', 'corpus_digest', 'corpus_texts',
-           'pocket_tokenizer', 'pocket_model', 'TrainRecipe', 'encode_corpus', 'train_lm', 'build_pocket',
-           'pocket_pair_records']
+           'pocket_tokenizer', 'pocket_model', 'TrainRecipe', 'encode_corpus', 'train_lm', 'deterministic_kernels',
+           'build_pocket', 'pocket_pair_records']
 
 # %% ../nbs/08_pocket.ipynb #a59b9ce4
-import hashlib, importlib.resources, json, math, random, time
+import hashlib, importlib.resources, json, math, os, random, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import torch
@@ -173,6 +173,11 @@ def train_lm(model, seqs, tok, recipe: TrainRecipe = TrainRecipe(), device: str 
     return losses
 
 # %% ../nbs/08_pocket.ipynb #f1986520
+def deterministic_kernels():
+    "Deterministic GPU kernels from here on (torch's deterministic algorithms, a fixed cuBLAS workspace): a training repeats bit for bit, somewhat slower. Call it before the first GPU matmul."
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"   # read when cuBLAS starts
+    torch.use_deterministic_algorithms(True)
+
 def build_pocket(out_dir, corpus_recipe: CorpusRecipe = CorpusRecipe(), train_recipe: TrainRecipe = TrainRecipe(), device: str = "cpu",
                  log=print) -> dict:
     "Corpus -> tokenizer -> model, saved (fp16 weights) with a card of hashes and sizes to `out_dir`."

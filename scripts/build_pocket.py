@@ -5,9 +5,9 @@ Run from the repository root: python scripts/build_pocket.py --out gradient_quar
 --deterministic: deterministic GPU kernels, so that a build repeats bit for bit (two 300-step builds on one H100 gave the same
 SHA-256: benchmarks/pocket_build_twice.sh); slower once warm (benchmarks/pocket_gpu_determinism.md). The shipped weights were built without it.
 """
-import argparse, dataclasses, json, os
+import argparse, dataclasses, json
 import torch
-from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_pocket
+from gradient_quarantine.pocket import CorpusRecipe, TrainRecipe, build_pocket, deterministic_kernels
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--out", required=True)
@@ -16,9 +16,7 @@ ap.add_argument("--recipe", type=json.loads, default={}, help="corpus recipe fie
 ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
 ap.add_argument("--deterministic", action="store_true", help="deterministic GPU kernels (bitwise reproducible, slower)")
 args = ap.parse_args()
-if args.deterministic:
-    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"   # read when cuBLAS starts, before the first GPU matmul
-    torch.use_deterministic_algorithms(True)
+if args.deterministic: deterministic_kernels()
 unknown = set(args.recipe) - {f.name for f in dataclasses.fields(CorpusRecipe)}
 if unknown: ap.error(f"unknown corpus recipe fields {sorted(unknown)}: valid are {[f.name for f in dataclasses.fields(CorpusRecipe)]}")
 recipe = CorpusRecipe(**{k: tuple(v) if isinstance(v, list) else v for k, v in args.recipe.items()})
