@@ -9,7 +9,8 @@ __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORT
            'MS_NODEV', 'MNT_DETACH', 'RunResult', 'bwrap_binary', 'RunCgroup', 'engine_problem', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c003sb
-import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig, warnings
+import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig
+import glob, warnings
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,6 +315,7 @@ def _bwrap_command(workdir: Path) -> list[str]:
     "bwrap's command line: new namespaces, the interpreter read-only, private tmpfs for the working directory and scratch."
     keep, hide = _interpreter_paths()
     binds = [a for p in keep for a in ("--ro-bind", p, p)]
+    hide += tuple(sorted(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/lib/python3*/site-packages")))
     binds += [a for h in hide if os.path.isdir(h) for a in ("--tmpfs", h, "--remount-ro", h)]
     binds += [a for host, name in _module_paths() for a in ("--ro-bind", host, f"{MODULES_DIR}/{name}")]
     mount_points = [*keep, *(f"{MODULES_DIR}/{n}" for _, n in _module_paths()), WORKDIR, "/usr/lib/x", "/tmp/x", "/dev/x", "/proc/x"]
