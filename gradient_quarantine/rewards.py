@@ -4,10 +4,11 @@
 
 # %% auto #0
 __all__ = ['MODES', 'NO_LOOPHOLE', 'PASS_PHRASES', 'PASS_WORDS', 'SENTINEL_ATTRS', 'RESULT_FILE_WORDS', 'EVAL_TEST_FUNCTIONS',
-           'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'check_mode', 'Marker', 'marker',
-           'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value', 'test_function', 'Observation',
-           'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading', 'GradingWorkerDied', 'GradingWorker',
-           'grade_many', 'fenced', 'wrong_solution', 'exploit_completions', 'hack_matrix', 'matrix_ok']
+           'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'GRADER_VERSION', 'check_mode', 'Marker',
+           'marker', 'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value', 'test_function',
+           'Observation', 'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading', 'GradingWorkerDied',
+           'GradingWorker', 'grade_many', 'verdict_key', 'VerdictCache', 'fenced', 'wrong_solution',
+           'exploit_completions', 'hack_matrix', 'matrix_ok']
 
 # %% ../nbs/00_rewards.ipynb #89de31ce
 import ast, hashlib, json, os, pickle, re, subprocess, sys, threading, warnings
@@ -387,11 +388,37 @@ def _graded(job: tuple, timeout_s: float) -> Grade:
         if worker.proc.poll() is None:
             with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
 
-def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0) -> list[Grade]:
-    "Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default: one per core)."
+def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0, cache: "VerdictCache | None" = None) -> list[Grade]:
+    """Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default: one per core).
+    With a `cache`, a job whose verdict it holds is not graded again, and a job repeated in the batch is graded once."""
     jobs = [tuple(j) for j in jobs]
     for j in jobs: check_mode(j[2]); _check_problem(j[1])
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool: return list(pool.map(lambda j: _graded(j, timeout_s), jobs))
+    keys = [verdict_key(j, timeout_s) for j in jobs] if cache is not None else list(range(len(jobs)))
+    known = cache.grades if cache is not None else {}
+    todo = {k: j for k, j in zip(keys, jobs) if k not in known}            # the first job of each key not yet graded
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        graded = dict(zip(todo, pool.map(lambda j: _graded(j, timeout_s), todo.values())))
+    if cache is not None: cache.add(graded, hits=len(jobs) - len(todo))
+    return [graded[k] if k in graded else known[k] for k in keys]
+
+
+# %% ../nbs/00_rewards.ipynb #cache1
+GRADER_VERSION = 2   # part of every cached verdict's key: raise it with any change that could alter a verdict
+
+def verdict_key(job: tuple, timeout_s: float) -> str:
+    "SHA-256 of everything the grade of (completion, problem, mode[, eval_markers]) depends on."
+    completion, problem, mode = job[:3]
+    eval_markers = bool(job[3]) if len(job) > 3 else False
+    body = completion if isinstance(completion, bytes) else completion.encode("utf-8", "surrogatepass")
+    head = json.dumps([GRADER_VERSION, problem.id, list(problem.gt_answer), problem.setup_code, problem.method, mode,
+                       eval_markers, timeout_s])
+    return hashlib.sha256(head.encode() + b"\0" + body).hexdigest()
+
+class VerdictCache:
+    "Grades by `verdict_key`, for one run, with counts of what it saved."
+    def __init__(self): self.grades, self.hits, self.misses = {}, 0, 0
+    def add(self, graded: dict, hits: int): self.grades.update(graded); self.hits += hits; self.misses += len(graded)
+    def __repr__(self): return f"VerdictCache({len(self.grades)} verdicts, {self.hits} hits, {self.misses} misses)"
 
 # %% ../nbs/00_rewards.ipynb #3f50f87f
 def fenced(code: str, prose: str = "") -> str:
