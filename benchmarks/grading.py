@@ -1,20 +1,22 @@
-"""Grading cost on this machine, the baseline sandbox and the current one side by side on the same jobs.
+"""Grading cost on this machine, the old sandbox and the bubblewrap one side by side on the same jobs.
 
 Workloads: the 119 canonical LeetCode solutions, a hostile mix, and pocket rollouts logged by a training run, replayed
-(their logged labels must come out again). Two snapshots of the working tree's package are taken at the start, one with
-the sandbox of a baseline git revision ("old"), so the two arms differ in the sandbox alone. Serial grading runs in this
-process, both sandboxes loaded under their own names and swapped under `rewards.grade`, alternating job by job
-(old-new, new-old, ...). In parallel, two ways, each alternating whole batches (ABBA...): a thread pool of `grade` in this
-process (`grade_many` as it was at HEAD), and the working tree's `grade_many`, run in a child process per batch on a
-snapshot (so that grading workers, where it starts any, load that snapshot's sandbox) after a warm-up batch.
+(their logged labels must come out again). "old" is the sandbox the project used before bubblewrap, which the working
+tree keeps as its announced fallback (`sandbox._run_legacy`, `GQ_SANDBOX=legacy`); "new" is the bubblewrap engine; the
+grader around them is the working tree's in both arms. Serial grading runs in this process, the two swapped under
+`rewards.grade`, alternating job by job (old-new, new-old, ...). In parallel, two ways, each alternating whole batches
+(ABBA...): a thread pool of `grade` in this process, and `grade_many` (worker processes), run in a child process per batch
+on a snapshot of the package after a warm-up batch, with `GQ_SANDBOX=legacy` in the old arm.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading.py [--baseline REV]   (writes benchmarks/grading.md and grading.json)
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading.py   (writes benchmarks/grading.md and grading.json)
 """
-import argparse, atexit, contextlib, gzip, importlib.util, json, os, pickle, platform, resource, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, atexit, contextlib, gzip, json, os, pickle, platform, resource, shutil, statistics, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from gradient_quarantine import rewards
+from types import SimpleNamespace
+from gradient_quarantine import rewards, sandbox
 from gradient_quarantine.problems import load_leetcode, assign_modes
+from gradient_quarantine.pocket_problems import pocket_problems
 from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
 from gradient_quarantine.train import load_substrate, resolve_config
@@ -42,23 +44,16 @@ t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s); seconds =
 pickle.dump((seconds, grades), open(sys.argv[2], "wb"))
 """
 
-def snapshots(rev: str) -> tuple[dict, str]:
-    "Two copies of the working tree's package, 'old' with the sandbox of git revision `rev`: {arm: the folder to import it from}."
-    commit = subprocess.run(["git", "rev-parse", rev], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
-    base = Path(tempfile.mkdtemp(prefix="gq_grading_bench_"))
-    atexit.register(shutil.rmtree, base, True)
-    roots = {arm: base/arm for arm in ("old", "new")}
-    for root in roots.values():
-        shutil.copytree(REPO/"gradient_quarantine", root/"gradient_quarantine", ignore=shutil.ignore_patterns("__pycache__"))
-    (roots["old"]/"gradient_quarantine"/"sandbox.py").write_text(
-        subprocess.run(["git", "show", f"{commit}:gradient_quarantine/sandbox.py"], cwd=REPO, capture_output=True, text=True, check=True).stdout)
-    return roots, commit
+def snapshot() -> Path:
+    "A copy of the working tree's package, for the child processes of the grade_many arm."
+    root = Path(tempfile.mkdtemp(prefix="gq_grading_bench_"))
+    atexit.register(shutil.rmtree, root, True)
+    shutil.copytree(REPO/"gradient_quarantine", root/"gradient_quarantine", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
-def load_sandbox(root: Path, arm: str):
-    "The sandbox module of one snapshot, imported under its own name."
-    spec = importlib.util.spec_from_file_location(f"gq_sandbox_{arm}", root/"gradient_quarantine"/"sandbox.py")
-    module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)
-    return module
+BOXES = {"old": SimpleNamespace(run_python=lambda source, *, timeout_s=3.0, memory_mb=1024: sandbox._run_legacy(source, timeout_s, memory_mb)),
+         "new": sandbox}
+ENVS = {"old": {"GQ_SANDBOX": "legacy"}, "new": {}}
 
 @contextlib.contextmanager
 def graded_by(box):
@@ -86,12 +81,12 @@ def serial(jobs, boxes, timeout_s: float) -> dict:
             out[arm]["grades"].append(g)
     return out
 
-def batch(root: Path, jobs, timeout_s: float) -> tuple[float, list]:
+def batch(root: Path, jobs, timeout_s: float, env: dict) -> tuple[float, list]:
     "Seconds of one `grade_many` over all jobs in a child process importing the package from `root` (after a warm-up batch), and its grades."
     with tempfile.TemporaryDirectory() as tmp:  # also its working directory: `python -c` puts that first on sys.path, before PYTHONPATH
         (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, os.cpu_count())))
         subprocess.run([sys.executable, "-c", BATCH, f"{tmp}/jobs", f"{tmp}/out", str(root)], check=True, cwd=tmp,
-                       env={**os.environ, "PYTHONPATH": str(root)})
+                       env={**os.environ, "PYTHONPATH": str(root), **env})
         return pickle.loads((Path(tmp)/"out").read_bytes())
 
 def pooled(box, jobs, timeout_s: float) -> tuple[float, list]:
@@ -137,9 +132,16 @@ def startup_ms(flags: list[str], n: int = 20) -> float:
         t0 = time.perf_counter(); subprocess.run([sys.executable, *flags, "-c", "pass"], check=True); times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
 
+def run_start_ms(n: int = 40) -> dict:
+    "Median wall ms of one sandbox run of `pass`, old and new alternated (what a run costs beyond the program itself)."
+    times = {"old": [], "new": []}
+    for i in range(n):
+        for arm in (("old", "new") if i % 2 == 0 else ("new", "old")):
+            t0 = time.perf_counter(); BOXES[arm].run_python("pass"); times[arm].append((time.perf_counter() - t0) * 1e3)
+    return {arm: round(statistics.median(t), 1) for arm, t in times.items()}
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--baseline", default="e4384bd", help="git revision whose sandbox is the 'old' one (e4384bd: the one before -I -S, the fast /proc scan and the pidfd wait)")
     ap.add_argument("--rounds", type=int, default=3, help="parallel batches per sandbox, workload and way of running them")
     ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts (64 each) in the timed pocket workload")
     ap.add_argument("--timeout", type=float, default=3.0,
@@ -147,19 +149,20 @@ def main():
                          "where the slowest canonical solutions would otherwise time out); the hostile mix always runs at 3 s")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
-    roots, commit = snapshots(args.baseline)
-    boxes = {arm: load_sandbox(root, arm) for arm, root in roots.items()}
+    assert sandbox.engine_problem() is None, f"bubblewrap cannot run here: {sandbox.engine_problem()}"
+    root, boxes = snapshot(), BOXES
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
     canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test]
     hostile = [(fenced(wrong_solution(p) + "\n" + code), p, modes[p.id])
                for p, code in zip(test[:2 * len(HOSTILE)], list(HOSTILE.values()) * 2)]
     pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
-    host = {"cpus": os.cpu_count(), "processes": len(boxes["new"]._proc_uids()), "loadavg_start": os.getloadavg(),
+    host = {"cpus": os.cpu_count(), "processes": len(sandbox._proc_uids()), "loadavg_start": os.getloadavg(),
             "python": platform.python_version(), "kernel": platform.release(), "workers": os.cpu_count(), "timeout_s": args.timeout,
-            "baseline_commit": commit, "rounds": args.rounds,
+            "rounds": args.rounds, "limits_new": sandbox.run_python("pass").limits,
             "grade_many": "worker processes" if hasattr(rewards, "GradingWorker") else "threads"}
-    host["proc_scan_ms"] = {arm: round(proc_scan_ms(box), 2) for arm, box in boxes.items()}
+    host["proc_scan_ms"] = round(proc_scan_ms(sandbox), 2)
+    host["run_start_ms"] = run_start_ms()
     host["interpreter_start_ms"] = {"-I": round(startup_ms(["-I"]), 1), "-I -S": round(startup_ms(["-I", "-S"]), 1)}
     rows, slowest = [], []
     workloads = (("119 canonical solutions", canon, args.timeout), (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
@@ -168,7 +171,7 @@ def main():
         t_start = time.monotonic()
         s = serial(jobs, boxes, timeout_s)
         threads = alternated({arm: (lambda box=box: pooled(box, jobs, timeout_s)) for arm, box in boxes.items()}, args.rounds)
-        many = alternated({arm: (lambda root=root: batch(root, jobs, timeout_s)) for arm, root in roots.items()}, args.rounds)
+        many = alternated({arm: (lambda env=env: batch(root, jobs, timeout_s, env)) for arm, env in ENVS.items()}, args.rounds)
         for arm in boxes:
             for way, parallel in (("the thread pool", threads), ("grade_many", many)):
                 diff = differences(jobs, s[arm]["grades"], parallel[arm]["grades"])
@@ -196,10 +199,14 @@ def main():
         row["bench_s"] = round(time.monotonic() - t_start, 1)
         rows.append(row); print(row, flush=True)
     full, full_rows = pocket_jobs(Path(args.rollouts), None)
-    full_s, full_grades = batch(roots["new"], full, args.timeout)
+    full_s, full_grades = batch(root, full, args.timeout, ENVS["new"])
     check_logged(full_grades, full_rows, "all logged pocket rollouts, new sandbox")
     host["all_pocket_rollouts"] = {"n": len(full), "grade_many_s_new": round(full_s, 1), "grade_many_per_s_new": round(len(full) / full_s, 2),
                                    "labels_equal_logged": True}
+    pocket_test = pocket_problems("test")
+    canon_s, canon_grades = batch(root, [(fenced(p.canonical_solution), p, "gt_only") for p in pocket_test], args.timeout, ENVS["new"])
+    assert all(g.gt_correct for g in canon_grades), [p.id for p, g in zip(pocket_test, canon_grades) if not g.gt_correct]
+    host["pocket_test_canonical"] = {"n": len(pocket_test), "grade_many_s_new": round(canon_s, 1), "all_gt_correct": True}
     host["loadavg_end"] = os.getloadavg()
     table = ["| workload | n | serial ms/program old | new | old/new | CPU ms/program old | new | grader CPU ms/program old | new "
              "| thread pool programs/s old | new | new/old | grade_many programs/s old | new | new/old |", "|" + "---|" * 15]
@@ -207,27 +214,33 @@ def main():
               f"{r['cpu_ms_new']} | {r['grader_cpu_ms_old']} | {r['grader_cpu_ms_new']} | {r['threads_per_s_old']} | {r['threads_per_s_new']} | "
               f"{r['threads_ratio']}x | {r['grade_many_per_s_old']} | {r['grade_many_per_s_new']} | {r['grade_many_ratio']}x |" for r in rows]
     text = ("\n".join(table) + "\n\n"
-            f"Old: the sandbox of commit {commit[:7]}; new: the working tree's; everything else is the working tree's in both arms.\n\n"
+            f"Old: the sandbox before bubblewrap (the fallback, `GQ_SANDBOX=legacy`: a throwaway user and setrlimit, no private filesystem "
+            f"view); new: bubblewrap, limits by {host['limits_new']}; the grader around them is the working tree's in both arms.\n\n"
             f"- serial ms/program: mean wall time of one `grade` (one or two sandbox runs), the two sandboxes swapped under `rewards.grade` in "
             f"this process and alternated job by job;\n"
-            f"- CPU ms/program: CPU time of the grader and the sandboxed programs together per program, serial (what bounds throughput when "
-            f"every core is busy); grader CPU: the grading thread's own share, which holds the GIL and so serialises grading threads on a many-core host;\n"
+            f"- CPU ms/program: CPU time of the grader and the sandboxed programs together per program, serial, as the kernel reports it to "
+            f"the grader; under bubblewrap the programs run in their own PID namespace and their time does not reach the grader's "
+            f"children's account, so the new column is the grader and bubblewrap alone: compare wall times. Grader CPU: the grading "
+            f"thread's own share, which holds the GIL and so serialises grading threads on a many-core host;\n"
             f"- thread pool: {host['workers']} threads of `grade` in this process (which has imported torch, like a trainer), the way "
             f"`grade_many` graded at HEAD; grade_many: the working tree's `grade_many` ({host['grade_many']}), run in a child process on a "
             f"snapshot of the package after a warm-up batch. Each {args.rounds} batches per sandbox in ABBA order; programs/s from the median batch.\n\n"
             f"Host: {host['cpus']} CPUs, {host['processes']} processes, load average {host['loadavg_start'][0]:.2f} at the start and "
-            f"{host['loadavg_end'][0]:.2f} at the end (the machine is shared: other sessions' jobs ran meanwhile), Python {host['python']}, "
+            f"{host['loadavg_end'][0]:.2f} at the end (other jobs ran meanwhile), Python {host['python']}, "
             f"kernel {host['kernel']}. Wall limit per program {args.timeout:g} s (hostile mix 3 s). One /proc scan (`_proc_uids`): "
-            f"{host['proc_scan_ms']['old']} ms old, {host['proc_scan_ms']['new']} ms new. Interpreter start-up: `-I` {host['interpreter_start_ms']['-I']} ms, "
-            f"`-I -S` {host['interpreter_start_ms']['-I -S']} ms.\n\n"
+            f"{host['proc_scan_ms']} ms. Interpreter start-up: `-I` {host['interpreter_start_ms']['-I']} ms, "
+            f"`-I -S` {host['interpreter_start_ms']['-I -S']} ms. One sandbox run of `pass` (median of 40, alternated): "
+            f"{host['run_start_ms']['old']} ms old, {host['run_start_ms']['new']} ms new.\n\n"
             f"Verdicts: every job graded the same by both sandboxes, serially and in parallel; all 119 canonical solutions gt_correct; no hostile "
             f"program gt_correct; the replayed pocket rollouts carry their logged labels ({', '.join(LOGGED_LABELS)}) under both. "
             f"All {len(full)} logged rollouts of {Path(args.rollouts).parent.name} replayed once through the new sandbox with `grade_many`: "
-            f"{full_s:.1f} s ({len(full) / full_s:.1f}/s), every label equal to the logged one.\n\n"
+            f"{full_s:.1f} s ({len(full) / full_s:.1f}/s), every label equal to the logged one. All "
+            f"{len(pocket_test)} canonical solutions of the pocket test set graded through the new sandbox: every one gt_correct "
+            f"({canon_s:.1f} s).\n\n"
             f"Slowest canonical solutions (id, s, serial, new): {slowest}\n")
     print(text)
     here = Path(__file__).parent
-    (here/"grading.md").write_text("# Grading cost: old vs new sandbox\n\n" + text)
+    (here/"grading.md").write_text("# Grading cost: the old sandbox vs bubblewrap\n\n" + text)
     (here/"grading.json").write_text(json.dumps({"rows": rows, **host, "slowest_canonical_serial": slowest}, indent=1) + "\n")
 
 if __name__ == "__main__": main()
