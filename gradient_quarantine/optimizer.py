@@ -67,10 +67,6 @@ def clip_combined_(opt: ConservingAdamW, max_norm: float) -> float:
     "Scale every pair's gradients so that the norm of their sums is at most `max_norm`; return that norm before clipping."
     sums = [g for group in opt.param_groups for d, q in opt.pairs(group) if (g := _combined(d, q)) is not None]
     if not sums: return 0.0
-    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in sums])).item()
-    scale = max_norm / (norm + 1e-6)
-    if scale < 1:
-        for group in opt.param_groups:
-            for p in group["params"]:
-                if p.grad is not None: p.grad.mul_(scale)
-    return norm
+    norm = torch.nn.utils.get_total_norm(sums)                       # torch's own clip_grad_norm_ arithmetic, so that
+    torch.nn.utils.clip_grads_with_norm_([p for group in opt.param_groups for p in group["params"]], max_norm, norm)
+    return norm.item()                                               # no quarantine clips exactly as vanilla does

@@ -27,7 +27,7 @@ state, resume, rollouts, logs = [], [], [], []
 for p in sorted(q for q in runs.rglob("*") if q.is_file() and not q.name.endswith(".tmp")):
     parts = p.relative_to(runs).parts
     run = runs/parts[0]
-    if parts[0] == "grid_logs" and p.suffix == ".log": logs.append(p)
+    if parts[0] in ("grid_logs", "logs") and p.suffix in (".log", ".out"): logs.append(p)
     elif p.name == "rollouts.jsonl.gz": (rollouts if complete(run) else resume).append(p)
     elif "checkpoints" in parts:
         if (run/"eval_curve.jsonl").exists(): continue
