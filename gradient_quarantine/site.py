@@ -335,7 +335,7 @@ def executes(src: str, root, nb=None) -> bool:
 def execute_page(nb, path, timeout_s: int = 900):
     "Run a copy of notebook `nb` (the page at `path`) in its folder with a fresh kernel; a failing cell raises naming the page."
     from nbclient.exceptions import CellExecutionError
-    from .papermill_kernels import execute_notebook
+    from gradient_quarantine.papermill_kernels import execute_notebook
     nb = copy.deepcopy(nb)
     try: execute_notebook(nb, Path(path).parent, timeout_s)
     except CellExecutionError as e: raise RuntimeError(f"{path}: executing the page failed: {str(e)[-2000:]}") from None
