@@ -13,7 +13,6 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
 from .adapter import KnobLinear
 from .evaluate import Sampling, generate
 from .tokens import END_OF_TURN
@@ -80,6 +79,7 @@ def fused_rms_norm(norm, x):
 
 def fuse_rms_norms(model) -> int:
     "Make every Qwen3 RMSNorm of `model` compute through `fused_rms_norm` (the trainer does, on CUDA); returns how many."
+    from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
     norms = [m for m in model.modules() if isinstance(m, Qwen3RMSNorm)]
     for m in norms: m.forward = partial(fused_rms_norm, m)
     return len(norms)

@@ -333,11 +333,11 @@ def executes(src: str, root, nb=None) -> bool:
         folder = folder.parent
 
 def execute_page(nb, path, timeout_s: int = 900):
-    "Run notebook `nb` (the page at `path`) top to bottom in its folder with a fresh python3 kernel; a failing cell raises naming the page."
-    from nbclient import NotebookClient
+    "Run a copy of notebook `nb` (the page at `path`) in its folder with a fresh kernel; a failing cell raises naming the page."
     from nbclient.exceptions import CellExecutionError
+    from gradient_quarantine.papermill_kernels import execute_notebook
     nb = copy.deepcopy(nb)
-    try: NotebookClient(nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+    try: execute_notebook(nb, Path(path).parent, timeout_s)
     except CellExecutionError as e: raise RuntimeError(f"{path}: executing the page failed: {str(e)[-2000:]}") from None
     return nb
 

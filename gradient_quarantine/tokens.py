@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
 
 # %% ../nbs/01b_tokens.ipynb #6bd07590
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")
@@ -23,8 +22,9 @@ CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['cont
                  "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
 
 # %% ../nbs/01b_tokens.ipynb #1f251d62
-def train_bpe_tokenizer(texts, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
+def train_bpe_tokenizer(texts, vocab_size: int = 1024) -> "PreTrainedTokenizerFast":
     "A byte-level BPE tokenizer trained on `texts`, with Qwen3's special tokens and chat template (deterministic)."
+    from transformers import PreTrainedTokenizerFast     # here, not at import: transformers loads tqdm.auto
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()

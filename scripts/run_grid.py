@@ -1,7 +1,8 @@
 """The experiment grid of issue 8 on the pocket substrate, every run through papermill.
 
 Each training cell is `papermill nbs/05_train.ipynb runs/grid/<name>.ipynb` (its run directory is `runs/grid/<name>/`), followed by
-`papermill nbs/07_eval_curve.ipynb runs/grid/<name>/eval_curve.ipynb` on the frozen base-stratified monitoring subset.
+`papermill nbs/07_eval_curve.ipynb runs/grid/<name>/eval_curve.ipynb` on the frozen base-stratified monitoring subset, each
+through `python -m gradient_quarantine.papermill_kernels` (papermill's command line; see nbs/09_papermill_kernels.ipynb).
 Phase 0 evaluates the base model on the whole test set and draws that subset (`nbs/06_eval.ipynb`). Phase 1 trains every
 cell that needs no reference run. Phase 2 starts once both route2b granularities have finished for every seed: it picks
 the better granularity (lower mean final deploy hack over the seeds; a tie goes to per-rollout) and trains the controls
@@ -76,7 +77,8 @@ class Grid:
             tmp.write_text(json.dumps({"processes": others + [{"id": self.record_id, **self.record}]}, indent=1) + "\n"); tmp.replace(grid)
 
     def papermill(self, key: str, notebook: str, out: str, params: dict) -> int:
-        cmd = [sys.executable, "-m", "papermill", notebook, out, "-y", json.dumps(params), "--no-progress-bar", "--log-output"]
+        cmd = [sys.executable, "-m", "gradient_quarantine.papermill_kernels", notebook, out, "-y", json.dumps(params),
+               "--no-progress-bar", "--log-output"]                 # papermill with IPC kernels and a retried kernel start
         entry = {"command": " ".join(cmd[1:4] + cmd[4:5] + [f"'{json.dumps(params)}'"]), "start": time.time()}
         with self.lock: self.record["cells"][key] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
