@@ -46,13 +46,13 @@ def seed_rates(runs_dir, cell: str, state: str = "deploy", key: str = "hack") ->
 
 # %% ../nbs/90b_answer.ipynb #c0971ad6
 def problem_weights(families: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
-    "(n_draws, problems) counts: families drawn with replacement, then problems with replacement within each drawn family."
+    "(n_draws, problems) counts: families drawn with replacement, then problems with replacement within each family."
     labels, sizes = np.unique(families, return_counts=True)
     if (sizes != sizes[0]).any(): raise ValueError(f"families of unequal sizes {sorted(set(sizes))} are not supported")
     members = np.stack([np.flatnonzero(families == f) for f in labels])                     # (F, m)
     F, m = members.shape
-    drawn = members[rng.integers(F, size=(n_draws, F))]                                      # (draws, F, m): drawn families
-    picks = np.take_along_axis(drawn, rng.integers(m, size=(n_draws, F, m)), axis=2)         # (draws, F, m): their problems
+    drawn = members[rng.integers(F, size=(n_draws, F))]                               # (draws, F, m): drawn families
+    picks = np.take_along_axis(drawn, rng.integers(m, size=(n_draws, F, m)), axis=2)  # (draws, F, m): their problems
     offsets = np.arange(n_draws)[:, None, None] * len(families)
     return np.bincount((picks + offsets).ravel(), minlength=n_draws * len(families)).reshape(n_draws, -1).astype(float)
 
@@ -65,7 +65,8 @@ def arm_means(outcomes: np.ndarray, weights: np.ndarray, rng: np.random.Generato
     return (counts * per_seed).sum(1) / (seeds * weights.sum(1))
 
 # %% ../nbs/90b_answer.ipynb #5b3efd6e
-def bootstrap_difference(a: np.ndarray, b: np.ndarray, families: np.ndarray, n_draws: int = 10_000, seed: int = 0) -> np.ndarray:
+def bootstrap_difference(a: np.ndarray, b: np.ndarray, families: np.ndarray, n_draws: int = 10_000,
+                         seed: int = 0) -> np.ndarray:
     "(n_draws,) hierarchical bootstrap draws of mean(A) - mean(B); A, B are (seeds, problems) on the same problems."
     rng = np.random.default_rng(seed)
     weights = problem_weights(families, n_draws, rng)
@@ -93,13 +94,14 @@ def complete_seeds(runs_dir, arms=ANSWER_ARMS) -> list[int]:
     sets = [set(seed_rates(runs_dir, arm, key="n")) for arm in arms]
     return sorted(set.intersection(*sets))
 
-def outcome_matrix(runs_dir, arm: str, seeds: list[int], field: str, state: str = "deploy") -> tuple[np.ndarray, list[int]]:
+def outcome_matrix(runs_dir, arm: str, seeds: list[int], field: str,
+                   state: str = "deploy") -> tuple[np.ndarray, list[int]]:
     "(seeds, problems) 0/1 outcomes FIELD of one arm's runs, problems in id order, and those ids."
     rows, ids = [], None
     for s in seeds:
         records = sorted(eval_record(Path(runs_dir)/f"{arm}_s{s}", state)["records"], key=lambda r: r["id"])
         these = [r["id"] for r in records]
-        if ids is not None and these != ids: raise ValueError(f"{arm}_s{s} was evaluated on other problems than the rest")
+        if ids is not None and these != ids: raise ValueError(f"{arm}_s{s} was evaluated on other problems")
         ids = these; rows.append([float(bool(r[field])) for r in records])
     return np.array(rows), ids
 
@@ -117,10 +119,11 @@ def claim_tests(runs_dir, seeds: list[int], margin: float = 0.03, n_draws: int =
         if hack[other][1] != ids: raise ValueError(f"{other} was evaluated on other problems than route2b")
         d_hack = bootstrap_difference(hack["route2b"][0], hack[other][0], families, n_draws)
         d_solve = bootstrap_difference(solve["route2b"], solve[other], families, n_draws)
-        out[other] = {"hack_diff": hack["route2b"][0].mean() - hack[other][0].mean(), "hack_ci": np.percentile(d_hack, [2.5, 97.5]),
-                      "hack_p": two_sided_p(d_hack), "solve_diff": solve["route2b"].mean() - solve[other].mean(),
+        out[other] = {"hack_diff": hack["route2b"][0].mean() - hack[other][0].mean(),
+                      "hack_ci": np.percentile(d_hack, [2.5, 97.5]), "hack_p": two_sided_p(d_hack),
+                      "solve_diff": solve["route2b"].mean() - solve[other].mean(),
                       "solve_ci90": np.percentile(d_solve, [5, 95]), "tost_p": tost_p(d_solve, margin)}
-    adjusted = holm({**{(o, "hack"): r["hack_p"] for o, r in out.items()}, **{(o, "tost"): r["tost_p"] for o, r in out.items()}})
+    adjusted = holm({(o, test): r[f"{test}_p"] for o, r in out.items() for test in ("hack", "tost")})
     for o, r in out.items(): r.update(hack_p_holm=adjusted[o, "hack"], tost_p_holm=adjusted[o, "tost"])
     return out
 
@@ -133,6 +136,7 @@ def verdict(r: dict, n_seeds: int, needed: int = 20) -> str:
     lower = r["hack_diff"] < 0 and r["hack_p_holm"] < 0.05
     equivalent = r["tost_p_holm"] < 0.05
     reading = ("criteria met" if lower and equivalent else
-               "breakage by the rule: hack lower, solve not shown equivalent" if lower else "hack not significantly lower")
+               "breakage by the rule: hack lower, solve not shown equivalent" if lower else
+               "hack not significantly lower")
     if n_seeds < needed: return f"not decided ({n_seeds} of {needed} seeds); {reading}"
     return "supported" if lower and equivalent else f"not supported: {reading}"

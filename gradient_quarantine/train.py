@@ -105,7 +105,7 @@ def _valid(name, value, allowed):
     if value not in allowed: raise ValueError(f"unknown {name} {value!r}: valid values are {', '.join(map(str, allowed))}")
 
 def _of_type(value, kind) -> bool:
-    "Whether a parameter's value has its field's type (an int is a float too; a bool is neither); other fields are not checked."
+    "Whether a value has its field's type (an int is a float too; a bool is neither); other fields are not checked."
     if kind is bool: return isinstance(value, bool)
     if kind is int: return isinstance(value, int) and not isinstance(value, bool)
     if kind is float: return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -132,11 +132,13 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     for m in cfg.modes + cfg.pair_modes: check_mode(m)
     if cfg.uniform_f is not None and (cfg.arm != "uniform" or not 0 <= cfg.uniform_f <= 1):
         raise ValueError(f"uniform_f={cfg.uniform_f} needs arm='uniform' and a value in [0, 1]")
-    if cfg.arm == "random_v" and not cfg.reference_run or cfg.arm == "uniform" and not cfg.reference_run and cfg.uniform_f is None:
-        raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a route2b run>"
-                         + (" or uniform_f" if cfg.arm == "uniform" else ""))
+    needs_reference = cfg.arm == "random_v" or cfg.arm == "uniform" and cfg.uniform_f is None
+    if needs_reference and not cfg.reference_run:
+        raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a "
+                         "route2b run>" + (" or uniform_f" if cfg.arm == "uniform" else ""))
     for name, least in (("steps", 1), ("group_size", 2), ("prompts_per_update", 1), ("checkpoint_every", 1)):
-        if getattr(cfg, name) < least: raise ValueError(f"parameter {name} must be at least {least}, got {getattr(cfg, name)}")
+        if getattr(cfg, name) < least:
+            raise ValueError(f"parameter {name} must be at least {least}, got {getattr(cfg, name)}")
     return cfg
 
 # %% ../nbs/05_train.ipynb #fe5e6314
@@ -158,7 +160,8 @@ def smoke_policy(problems, seed: int = 0, steps: int = 150):
     key = hashlib.sha256(repr(([p.to_dict() for p in problems], SMOKE_ANSWERS, seed, steps, torch.__version__)).encode()).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home()/".cache"))/"gradient_quarantine"/"smoke"/key
     if not (cache/"done").exists():
-        with torch.random.fork_rng(): model, tok = _build_smoke_policy(problems, seed, steps)   # the caller's RNG stream stays as if cached
+        with torch.random.fork_rng():                     # the caller's RNG stream stays as if the model were cached
+            model, tok = _build_smoke_policy(problems, seed, steps)
         tmp = Path(tempfile.mkdtemp(dir=cache.parent.mkdir(parents=True, exist_ok=True) or cache.parent))
         model.save_pretrained(tmp); tok.save_pretrained(tmp); (tmp/"done").write_text(key)
         try: os.replace(tmp, cache)
@@ -296,7 +299,8 @@ def append_jsonl(path, rows: list[dict]):
     try:
         with open(path, "ab") as f: f.write(gzip.compress(data, mtime=0) if str(path).endswith(".gz") else data)
     except OSError as e:
-        if out_of_space(e, Path(path).parent): raise OSError(errno.ENOSPC, f"no space left on {device_of(path)} appending to {path}") from e
+        if out_of_space(e, Path(path).parent):
+            raise OSError(errno.ENOSPC, f"no space left on {device_of(path)} appending to {path}") from e
         raise
 
 def truncate_log(path, last_update: int):
@@ -337,14 +341,16 @@ def lock_run_dir(run_dir: Path):
     try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         f.seek(0); holder = f.read().strip() or "a process that wrote nothing yet"; f.close()
-        raise RunDirBusy(f"{run_dir} is in use by another run ({holder}): wait for it to end, or pick another run_dir") from None
+        raise RunDirBusy(f"{run_dir} is in use by another run ({holder}): wait for it to end, "
+                         "or pick another run_dir") from None
     f.seek(0); f.truncate()
     f.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"); f.flush()
     return f
 
 def sweep_temp_files(run_dir: Path) -> list[Path]:
     "Remove the temporary files a killed writer left (call it holding the lock: no live writer can own them)."
-    stale = [p for d in (run_dir, run_dir/"checkpoints", run_dir/"eval") if d.is_dir() for p in d.glob("*.tmp") if p.is_file()]
+    folders = [d for d in (run_dir, run_dir/"checkpoints", run_dir/"eval") if d.is_dir()]
+    stale = [p for d in folders for p in d.glob("*.tmp") if p.is_file()]
     for p in stale: p.unlink()
     return stale
 
@@ -436,7 +442,8 @@ class Trainer:
         "Bytes the run will write: every checkpoint (knobs and two Adam moments) and the rollout log."
         cfg, knob_bytes = self.cfg, sum(4 * p.numel() for p in self.knobs.parameters())
         checkpoints = cfg.steps // cfg.checkpoint_every + 2
-        return checkpoints * 3 * knob_bytes + cfg.steps * cfg.prompts_per_update * cfg.group_size * ROLLOUT_LOG_BYTES + MIN_FREE_BYTES
+        rollouts = cfg.steps * cfg.prompts_per_update * cfg.group_size
+        return checkpoints * 3 * knob_bytes + rollouts * ROLLOUT_LOG_BYTES + MIN_FREE_BYTES
 
     def gate(self, update: int):
         "The gate for one update (None: no routing)."
@@ -448,7 +455,8 @@ class Trainer:
             return BandGate(as_global(direction) if cfg.gate_scope == "global" else direction, self.band)
         if cfg.arm == "random_v": return MatchedGate(self.random_v, self.random_width, self.ref_frout[update - 1])
         if cfg.arm == "uniform":
-            return UniformGate(cfg.uniform_f if cfg.uniform_f is not None else sum(self.ref_frout[:cfg.steps]) / cfg.steps)
+            f = cfg.uniform_f if cfg.uniform_f is not None else sum(self.ref_frout[:cfg.steps]) / cfg.steps
+            return UniformGate(f)
         return None
 
 # %% ../nbs/05_train.ipynb #df04f670
@@ -601,7 +609,7 @@ Trainer.rollouts, Trainer.learn_micro_batch, Trainer.clip_gradients, Trainer.lea
 def _ckpt(self: Trainer, update: int) -> Path: return self.dir/"checkpoints"/f"update_{update:04d}"
 
 def _save_checkpoint(self: Trainer, update: int):
-    "Knobs (safetensors) and trainer state (optimizer, schedule, RNGs, direction, band), then a manifest of their SHA-256."
+    "Knobs (safetensors) and trainer state (optimizer, schedule, RNGs, direction, band), then their SHA-256 manifest."
     base = self._ckpt(update)
     with written_whole(base.with_suffix(".safetensors")) as tmp:
         self.knobs.save(tmp, {"update": update, "arm": self.cfg.arm, "seed": self.cfg.seed})
@@ -610,7 +618,7 @@ def _save_checkpoint(self: Trainer, update: int):
              "data_rng": self.data_rng.getstate(), "directions": self.directions.state_dict(), "band": self.band, "band_key": self.band_key}
     with written_whole(base.with_suffix(".trainer.pt")) as tmp: torch.save(state, tmp)
     sums = {p.name: file_sha256(p) for p in (base.with_suffix(".safetensors"), base.with_suffix(".trainer.pt"))}
-    write_json(base.with_suffix(".json"), {"update": update, "sha256": sums})          # written last: the checkpoint is whole
+    write_json(base.with_suffix(".json"), {"update": update, "sha256": sums})   # written last: the checkpoint is whole
     write_json(self.dir/"status.json", {"complete": False, "updates_completed": update, "steps": self.cfg.steps,
                                         "checkpoint": {"update": update, "sha256": sums}})
 
@@ -663,14 +671,15 @@ Trainer.evaluate = _evaluate
 
 # %% ../nbs/05_train.ipynb #61c65d26
 def progress_line(text: str):
-    "Write TEXT to the process's real stderr: the terminal that runs papermill, and (copied by the kernel) the notebook."
+    "Write TEXT to the process's real stderr: the terminal running papermill, and (copied by the kernel) the notebook."
     print(text, file=sys.__stderr__ or sys.stderr, flush=True)
 
 def update_line(cfg: Config, update: int, row: dict, seconds_per_update: float) -> str:
     "One update's progress: reward, logged hack rate, routed fraction, seconds per update and time left."
     left = round(seconds_per_update * (cfg.steps - update))
     routed = "-" if math.isnan(row["frout"]) else f"{row['frout']:.2f}"
-    return (f"{cfg.arm} seed {cfg.seed}: update {update}/{cfg.steps}  reward {row['reward']:.2f}  hack {row['train_hack']:.2f}"
+    return (f"{cfg.arm} seed {cfg.seed}: update {update}/{cfg.steps}  reward {row['reward']:.2f}"
+            f"  hack {row['train_hack']:.2f}"
             f"  routed {routed}  {seconds_per_update:.1f} s/update  {left // 60}m{left % 60:02d}s left")
 
 def run_summary(run_dir, results: dict) -> str:
@@ -684,8 +693,9 @@ def run_summary(run_dir, results: dict) -> str:
 
 # %% ../nbs/05_train.ipynb #730fda40
 def _resume(self: Trainer) -> int:
-    "Restore the newest checkpoint that verifies and loads, naming each bad one on stderr; start at update 0 if there is none."
-    saved = sorted({int(p.name[7:11]) for p in (self.dir/"checkpoints").glob("update_[0-9][0-9][0-9][0-9].*")}, reverse=True)
+    "Restore the newest checkpoint that verifies and loads, naming each bad one on stderr; else start at update 0."
+    found = (self.dir/"checkpoints").glob("update_[0-9][0-9][0-9][0-9].*")
+    saved = sorted({int(p.name[7:11]) for p in found}, reverse=True)
     for u in saved:
         problem = self.checkpoint_problem(u)
         if problem is None:
@@ -701,7 +711,7 @@ Trainer.resume = _resume
 
 # %% ../nbs/05_train.ipynb #0ec0a453
 def _run(self: Trainer, rerun: bool = False) -> dict:
-    "Train to cfg.steps (resuming from the last checkpoint), evaluate, and mark the run complete, holding the run's lock."
+    "Train to cfg.steps (resuming from the last good checkpoint), evaluate and mark the run complete, holding its lock."
     if self.lock.closed: self.lock = lock_run_dir(self.dir)
     try: return self.train_and_evaluate(rerun)
     finally: self.lock.close()
@@ -721,7 +731,8 @@ def _train_and_evaluate(self: Trainer, rerun: bool) -> dict:
     write_json(saved_cfg, asdict(cfg))
     start = self.resume()
     if start: print(f"resuming {self.dir} from update {start}", file=sys.stderr)
-    if self.progress: progress_line(f"training {self.dir} ({cfg.preset} preset, {cfg.arm}, seed {cfg.seed}): {cfg.steps} updates")
+    if self.progress:
+        progress_line(f"training {self.dir} ({cfg.preset} preset, {cfg.arm}, seed {cfg.seed}): {cfg.steps} updates")
     t0 = saved_at = time.time()
     for u in range(start + 1, cfg.steps + 1):
         try: row, records = self.update(u)

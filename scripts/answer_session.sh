@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
-# One call of the second grid (runs/answer/) on a lent GPU machine. The carried wheels (.whl) give papermill and its kernel;
-# a fresh machine restores the last snapshot (.answersnap/*.tar.gz, carried) and resumes. scripts/run_answer.py runs in its
-# own session, so it outlives the call. Waits up to SECONDS, then snapshots runs/answer/ to $OUT (scripts/grid_snapshot.py).
+# One call of the second grid (runs/answer/) on a lent GPU machine. The carried wheels (.whl) give papermill and its
+# kernel; a fresh machine restores the last snapshot (.answersnap/*.tar.gz, carried) and resumes. scripts/run_answer.py
+# runs in its own session, so it outlives the call. Waits up to SECONDS, then snapshots runs/answer/ to $OUT
+# (scripts/grid_snapshot.py).
 # Usage, from the repository root on the device:  bash scripts/answer_session.sh 540
 set -u
 secs=${1:-540}
 work=/root/gq
 if [ ! -d /tmp/site/papermill ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
 fi
 export PYTHONPATH=/tmp/site:$work PYTHONUNBUFFERED=1
 if [ ! -d $work ]; then
-  mkdir -p $work && cp -r $(ls -A | grep -v -E '^(\.whl|\.git|\.answersnap|runs)$') $work/ && mkdir -p $work/runs/answer/logs
+  mkdir -p $work/runs/answer/logs && cp -r $(ls -A | grep -v -E '^(\.whl|\.git|\.answersnap|runs)$') $work/
   for t in .answersnap/*.tar.gz; do [ -f "$t" ] && tar xzf "$t" -C $work; done
   echo "restored $(ls $work/runs/answer | wc -l) entries into $work/runs/answer"
 fi
 cd $work
 python3 -c "from gradient_quarantine import sandbox; print('sandbox engine problem:', sandbox.engine_problem())"
-if ! pgrep -f "scripts/run_answer.py" >/dev/null && ! grep -q "answer grid done: .* 0 failed" runs/answer/logs/answer.out 2>/dev/null; then
+done_before() { grep -q "answer grid done: .* 0 failed" runs/answer/logs/answer.out 2>/dev/null; }
+if ! pgrep -f "scripts/run_answer.py" >/dev/null && ! done_before; then
   setsid nohup python3 scripts/run_answer.py --jobs 12 >> runs/answer/logs/answer.out 2>&1 < /dev/null &
 fi
 end=$((SECONDS + secs))
 sleep 5
 while [ $SECONDS -lt $end ] && pgrep -f "scripts/run_answer.py" >/dev/null; do sleep 10; done
 python3 scripts/grid_snapshot.py runs/answer "$OUT"
-tail -n 12 runs/answer/logs/answer.out; grep -c "exit 0" runs/answer/logs/answer.out; uptime; nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv
+tail -n 12 runs/answer/logs/answer.out; grep -c "exit 0" runs/answer/logs/answer.out; uptime
+nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv

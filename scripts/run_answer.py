@@ -1,11 +1,12 @@
-"""The second grid (runs/answer/): vanilla, route2b per rollout, and the uniform split and random-V matched to route2b of the
-same seed, under the conserving optimiser, on the pocket substrate, seeds 100-119. The design and its tests are
-pre-registered in nbs/90b_answer.ipynb.
+"""The second grid (runs/answer/): vanilla, route2b per rollout, and the uniform split and random-V matched to
+route2b of the same seed, under the conserving optimiser, on the pocket substrate, seeds 100-119. The design and its
+tests are pre-registered in nbs/90b_answer.ipynb.
 
 Every cell is `papermill nbs/05_train.ipynb runs/answer/<arm>_s<seed>.ipynb`; a control starts as soon as its seed's
 route2b run is complete. Seeds start in ascending order, at most jobs/2 at a time (two runs each), so a grid cut short
 holds the lowest seeds of every arm. A complete
-cell is skipped, so rerunning resumes. runs/answer/answer.json records the host and every cell's command, times and exit code.
+cell is skipped, so rerunning resumes. runs/answer/answer.json records the host and every cell's command, times and
+exit code.
 
 Usage, from the repository root (GPU host or CPU):  python scripts/run_answer.py --jobs 12 [--dry-run] [--seeds 100-119]
 """
@@ -22,7 +23,7 @@ def complete(run: Path) -> bool:
 class Answer:
     def __init__(self, seeds: list[int], jobs: int, dry_run: bool):
         self.seeds, self.dry_run, self.lock = seeds, dry_run, threading.Lock()
-        self.pool = cf.ThreadPoolExecutor(max_workers=jobs)
+        self.jobs, self.pool = jobs, cf.ThreadPoolExecutor(max_workers=jobs)
         self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count()}, "jobs": jobs, "seeds": seeds,
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cells": {}}
         (ANSWER_DIR/"logs").mkdir(parents=True, exist_ok=True)
@@ -33,7 +34,8 @@ class Answer:
             path, tmp = ANSWER_DIR/"answer.json", ANSWER_DIR/f".answer.json.{os.getpid()}.tmp"
             old = json.loads(path.read_text())["processes"] if path.exists() else []
             mine = {**self.record, "id": f"{self.record['started']} pid {os.getpid()}"}
-            tmp.write_text(json.dumps({"processes": [p for p in old if p["id"] != mine["id"]] + [mine]}, indent=1) + "\n")
+            processes = [p for p in old if p["id"] != mine["id"]] + [mine]
+            tmp.write_text(json.dumps({"processes": processes}, indent=1) + "\n")
             tmp.replace(path)
 
     def cell(self, arm: str, seed: int) -> int:
@@ -41,13 +43,14 @@ class Answer:
         if complete(ANSWER_DIR/name) and (ANSWER_DIR/f"{name}.ipynb").exists(): return 0
         params = {"preset": "pocket", "arm": arm, "seed": seed}
         if arm in ("uniform", "random_v"): params["reference_run"] = str(ANSWER_DIR/f"route2b_s{seed}")
-        cmd = [sys.executable, "-m", "papermill", "nbs/05_train.ipynb", str(ANSWER_DIR/f"{name}.ipynb"), "-y", json.dumps(params),
-               "--no-progress-bar"]
+        cmd = [sys.executable, "-m", "papermill", "nbs/05_train.ipynb", str(ANSWER_DIR/f"{name}.ipynb"),
+               "-y", json.dumps(params), "--no-progress-bar"]
         entry = {"command": " ".join(cmd[1:]), "start": time.time()}
         with self.lock: self.record["cells"][name] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
         with open(ANSWER_DIR/"logs"/f"{name}.log", "w") as log:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OMP_NUM_THREADS": "1"}).returncode
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
         entry.update(end=time.time(), seconds=round(time.time() - entry["start"], 1), returncode=rc)
         print(f"{name}: exit {rc} after {entry['seconds']} s", flush=True)
         self.save()
@@ -61,7 +64,7 @@ class Answer:
         return [route2b.result(), vanilla.result()] + [c.result() for c in controls]
 
     def run(self) -> int:
-        seeds = cf.ThreadPoolExecutor(max_workers=max(1, self.pool._max_workers // 2))   # seeds in flight, two runs each at most
+        seeds = cf.ThreadPoolExecutor(max_workers=max(1, self.jobs // 2))   # seeds in flight, two runs each at most
         codes = [rc for f in [seeds.submit(self.seed_cells, s) for s in self.seeds] for rc in f.result()]
         self.record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()); self.save()
         failed = sum(rc != 0 for rc in codes)
