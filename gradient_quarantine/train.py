@@ -13,7 +13,7 @@ __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'LEGACY_VALUES', 'PRESET_VALUES', '
            'load_config', 'open_run']
 
 # %% ../nbs/05_train.ipynb #5179c043
-import dataclasses, errno, fcntl, gzip, hashlib, json, math, os, random, shutil, socket, sys, tempfile, time, zlib
+import dataclasses, errno, fcntl, functools, gzip, hashlib, json, math, os, random, shutil, socket, sys, tempfile, time, zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, asdict
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +28,7 @@ from .pairs import load_pairs
 from .pocket import POCKET_DIR
 from .pocket_problems import pocket_problems
 from .problems import assign_modes, load_leetcode, render_prompt
-from .rewards import MODES, NO_LOOPHOLE, check_mode, grade_many
+from .rewards import MODES, NO_LOOPHOLE, VerdictCache, check_mode, grade_many
 from .route import BandGate, MatchedGate, Router, UniformGate, as_global, calibrate_band
 from .tokens import encode_completion, encode_prompt, make_batch, token_logprobs, train_bpe_tokenizer
 
@@ -219,9 +219,10 @@ def grpo_token_loss(logp, old_logp, ref_logp, adv, mask, *, clip_eps: float = 0.
 # %% ../nbs/05_train.ipynb #0780311b
 LABEL_FIELDS = ("gt_correct", "exploited", "channel", "passed", "can_compile", "tests_passed", "own_tests_pass", "timed_out")
 
-def grade_rollouts(texts: list[str], problems: list, modes: list[str]) -> tuple[list[float], list[dict]]:
-    "Grade rollouts in parallel; return the rewards (to train on) and the oracle labels (to log only)."
-    grades = grade_many([(t, p, m) for t, p, m in zip(texts, problems, modes)])
+def grade_rollouts(texts: list[str], problems: list, modes: list[str],
+                   cache: VerdictCache | None = None) -> tuple[list[float], list[dict]]:
+    "Grade rollouts in parallel (a repeat in CACHE is not graded again); return the rewards and the oracle labels."
+    grades = grade_many([(t, p, m) for t, p, m in zip(texts, problems, modes)], cache=cache)
     return [g.reward for g in grades], [{k: getattr(g, k) for k in LABEL_FIELDS} for g in grades]
 
 # %% ../nbs/05_train.ipynb #00f047f1
@@ -394,8 +395,10 @@ class NonFiniteLoss(FloatingPointError): pass
 # %% ../nbs/05_train.ipynb #c9fa78c5
 class Trainer:
     "One run: GRPO updates of the knobs, checkpoints, resume, and the final deploy/as-trained evaluation."
-    def __init__(self, cfg: Config, grader=grade_rollouts, progress: bool = True):
-        self.cfg, self.grader, self.progress = cfg, grader, progress
+    def __init__(self, cfg: Config, grader=None, progress: bool = True):
+        self.verdicts = VerdictCache()                                        # this run's verdicts: a repeat is graded once
+        self.cfg, self.progress = cfg, progress
+        self.grader = grader or functools.partial(grade_rollouts, cache=self.verdicts)
         self.dir = Path(cfg.run_dir or default_run_dir(cfg.arm, cfg.seed))
         self.cfg = cfg = dataclasses.replace(cfg, run_dir=str(self.dir))
         check_writable(self.dir); check_free_space(self.dir, MIN_FREE_BYTES)        # before any setup
