@@ -11,7 +11,7 @@ __all__ = ['GRID_DIR', 'SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', '
            'curves_figure', 'tradeoff_figure', 'tables']
 
 # %% ../nbs/90_results.ipynb #b1dd797e
-import json, math, statistics
+import gzip, json, math, statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +34,12 @@ class Run:
     def seed(self) -> int: return self.config["seed"]
 
 def _summary(path: Path) -> dict | None:
-    if not path.exists(): return None
-    return {k: v for k, v in json.loads(path.read_text()).items() if k != "records"}
+    "An evaluation less its records: `<state>.json`, or `<state>.json.gz` as the committed grids keep it."
+    packed = path.with_name(path.name + ".gz")
+    if path.exists(): text = path.read_text()
+    elif packed.exists(): text = gzip.decompress(packed.read_bytes())
+    else: return None
+    return {k: v for k, v in json.loads(text).items() if k != "records"}
 
 def load_run(path) -> Run:
     "The artifacts of one run directory (raises if it has no config.json)."
