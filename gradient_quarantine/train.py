@@ -255,8 +255,8 @@ def written_whole(path):
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException as e:
-        full = out_of_space(e, path.parent)
+    except BaseException as e:                            # an interrupt removes the temporary file too
+        full = isinstance(e, Exception) and out_of_space(e, path.parent)
         tmp.unlink(missing_ok=True)
         if full: raise OSError(errno.ENOSPC, f"no space left on {device_of(path)} writing {path}") from e
         raise
