@@ -1,4 +1,4 @@
-"""Four measurements for issue 7's remaining levers, on one GPU, in one call (random Qwen3-4B with knobs, bf16):
+"""Four measurements of the remaining levers of the full-preset update, on one GPU, in one call (random Qwen3-4B with knobs, bf16):
 
 1. prefill: the update's real prompt lengths (LeetCode prompts, two chunks of 128 rows sorted by length, a 128-row cache of 2,560
    slots as in the update), timed chunk by chunk, for the SDPA backends the prefill may use; with the caching allocator's retry count

@@ -79,7 +79,7 @@ def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "de
 
 # %% ../nbs/06_eval.ipynb #5c45b2d0
 def monitoring_subset(records: list[dict], n: int, seed: int = 0) -> list:
-    "A frozen, base-stratified subset of problem ids: the base model's solve rate on it matches the full set's (notes §6)."
+    "A frozen, base-stratified subset of problem ids: the base model's solve rate on it matches the full set's."
     if n > len(records): raise ValueError(f"asked for {n} ids from {len(records)} evaluated problems")
     solved = sorted(r["id"] for r in records if r["gt_correct"]); failed = sorted(r["id"] for r in records if not r["gt_correct"])
     k = round(n * len(solved) / len(records))

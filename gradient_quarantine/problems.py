@@ -112,7 +112,7 @@ def _question(description: str, method: str, starter: str) -> str:
 
 # %% ../nbs/01_problems.ipynb #03ac24f9
 def _io_tests(method: str, starter: str, input_output: list[dict]) -> tuple[str, ...]:
-    "One assert per input/output pair; the expected value is quoted only when the method returns str (notes §1.1)."
+    "One assert per input/output pair; the expected value is quoted only when the method returns str."
     quote = "-> str" in starter
     return tuple(f"assert Solution().{method}({io['input']}) == " + (f'"{io["output"]}"' if quote else io["output"])
                  for io in input_output)
@@ -185,7 +185,7 @@ def train_candidates(data_dir=None) -> list[Problem]:
 
 # %% ../nbs/01_problems.ipynb #6ba8326f
 def load_leetcode(split: str, data_dir: str | os.PathLike | None = None) -> list[Problem]:
-    "The 119 recency-held-out test problems, or the train problems whose canonical passes (DESIGN §4.1), checked against manifests."
+    "The 119 recency-held-out test problems, or the train problems whose canonical passes, checked against manifests."
     d = leetcode_dir(data_dir, split)
     if split == "test":
         rows = {r["question_id"]: _test_problem(r) for r in _rows(d/SPLIT_FILES["test"][0])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several pocket runs side by side on one GPU host (the grid of issue 8 uses the same pattern); prints a compact summary per run.
+# Several pocket runs side by side on one GPU host (the experiment grids use the same pattern); prints a compact summary per run.
 # Usage: scripts/pocket_grid_probe.sh OUTDIR "name|param=value param=value" ...
 out=$1; shift
 for spec in "$@"; do

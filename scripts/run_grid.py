@@ -1,4 +1,4 @@
-"""The experiment grid of issue 8 on the pocket substrate, every run through papermill.
+"""The first experiment grid on the pocket substrate, every run through papermill.
 
 Each training cell is `papermill nbs/05_train.ipynb runs/grid/<name>.ipynb` (its run directory is `runs/grid/<name>/`), followed by
 `papermill nbs/07_eval_curve.ipynb runs/grid/<name>/eval_curve.ipynb` on the frozen base-stratified monitoring subset, each
