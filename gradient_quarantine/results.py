@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['GRID_DIR', 'SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', 'SOLVE_MARGIN', 'POOLED_KEYS_IGNORED',
            'ARM_COLUMNS', 'CLAIM_COLUMNS', 'A5_COLUMNS', 'REFERENCE_COLUMNS', 'MISSING_COLUMNS', 'PALETTE', 'Run',
-           'load_run', 'load_runs', 'cell_of', 'held_out_modes', 'expected_cells', 'mean_sem', 'incomplete_beta',
-           't_two_sided_p', 'paired_test', 'Results', 'metric_mean', 'arm_rows', 'main_cells', 'table_a2', 'table_a3',
-           'table_a5', 'references', 'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table', 'curve_stats',
-           'curves_figure', 'tradeoff_figure', 'tables']
+           'read_eval', 'load_run', 'load_runs', 'cell_of', 'held_out_modes', 'expected_cells', 'mean_sem',
+           'incomplete_beta', 't_two_sided_p', 'paired_test', 'Results', 'metric_mean', 'arm_rows', 'main_cells',
+           'table_a2', 'table_a3', 'table_a5', 'references', 'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table',
+           'curve_stats', 'curves_figure', 'tradeoff_figure', 'tables']
 
 # %% ../nbs/90_results.ipynb #b1dd797e
 import gzip, json, math, statistics
@@ -33,13 +33,17 @@ class Run:
     @property
     def seed(self) -> int: return self.config["seed"]
 
-def _summary(path: Path) -> dict | None:
-    "An evaluation less its records: `<state>.json`, or `<state>.json.gz` as the committed grids keep it."
-    packed = path.with_name(path.name + ".gz")
-    if path.exists(): text = path.read_text()
-    elif packed.exists(): text = gzip.decompress(packed.read_bytes())
-    else: return None
-    return {k: v for k, v in json.loads(text).items() if k != "records"}
+def read_eval(run, state: str) -> dict | None:
+    "A run's evaluation: `eval/<state>.json`, or `eval/<state>.json.gz` as the committed grids keep it; None if neither."
+    plain = Path(run)/"eval"/f"{state}.json"
+    packed = plain.with_name(plain.name + ".gz")
+    if plain.exists(): return json.loads(plain.read_text())
+    return json.loads(gzip.decompress(packed.read_bytes())) if packed.exists() else None
+
+def _summary(run: Path, state: str) -> dict | None:
+    "A run's evaluation less its records."
+    ev = read_eval(run, state)
+    return None if ev is None else {k: v for k, v in ev.items() if k != "records"}
 
 def load_run(path) -> Run:
     "The artifacts of one run directory (raises if it has no config.json)."
@@ -47,7 +51,7 @@ def load_run(path) -> Run:
     if not (path/"config.json").exists(): raise FileNotFoundError(f"{path} has no config.json: not a run directory")
     status = json.loads((path/"status.json").read_text()) if (path/"status.json").exists() else {}
     return Run(name=path.name, config=json.loads((path/"config.json").read_text()), complete=bool(status.get("complete")),
-               deploy=_summary(path/"eval"/"deploy.json"), trained=_summary(path/"eval"/"trained.json"),
+               deploy=_summary(path, "deploy"), trained=_summary(path, "trained"),
                metrics=sorted(read_jsonl(path/"metrics.jsonl"), key=lambda r: r["update"]),
                curve=read_jsonl(path/"eval_curve.jsonl"))
 
@@ -158,7 +162,7 @@ class Results:
     def _base_eval(self) -> dict | None:
         found = sorted(self.runs_dir.glob("*/eval/base.json"))
         for p in found:
-            s = _summary(p)
+            s = _summary(p.parent.parent, "base")
             if s.get("state") == "base" and self._same_preset(p): return {**s, "file": str(p.relative_to(self.runs_dir))}
         return None
 
