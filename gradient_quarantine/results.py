@@ -34,7 +34,7 @@ class Run:
     def seed(self) -> int: return self.config["seed"]
 
 def read_eval(run, state: str) -> dict | None:
-    "A run's evaluation: `eval/<state>.json`, or `eval/<state>.json.gz` as the committed grids keep it; None if neither."
+    "A run's evaluation, `eval/<state>.json` or `eval/<state>.json.gz` (committed grids); None if neither."
     plain = Path(run)/"eval"/f"{state}.json"
     packed = plain.with_name(plain.name + ".gz")
     if plain.exists(): return json.loads(plain.read_text())
