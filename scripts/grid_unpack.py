@@ -1,0 +1,48 @@
+"""Unpack a device snapshot of a grid (scripts/grid_snapshot.py's state.tar.gz) into the committed form of that grid.
+
+Only complete runs are taken, as the repository keeps them: config.json, status.json, metrics.jsonl, the evaluations
+gzipped (eval/<state>.json.gz) and the executed notebook gzipped beside the run (<run>.ipynb.gz); checkpoints, rollouts
+and trainer states stay out. The grid's record (<grid>.json or answer.json) is replaced by the snapshot's, which holds
+every process's cells. A run that is already committed is left alone unless its files differ, which is an error:
+a complete run never changes.
+
+Usage: python scripts/grid_unpack.py STATE_TAR_GZ runs/answer
+"""
+import gzip, json, sys, tarfile
+from pathlib import Path
+
+KEPT = ("config.json", "status.json", "metrics.jsonl")
+
+def packed(name: str, data: bytes) -> tuple[str, bytes]:
+    "The committed name and bytes of a snapshot file (evaluations and notebooks gzipped, deterministically)."
+    if name.endswith((".ipynb", ".json")) and ("/eval/" in name or name.endswith(".ipynb")):
+        return name + ".gz", gzip.compress(data, mtime=0)
+    return name, data
+
+def unpack(tar_path: Path, grid: Path) -> tuple[int, int]:
+    with tarfile.open(tar_path) as t:
+        files = {m.name: t.extractfile(m).read() for m in t.getmembers() if m.isfile()}
+    prefix = f"{grid.as_posix().rstrip('/')}/"
+    complete = {n[len(prefix):-len("/status.json")] for n, b in files.items()
+                if n.startswith(prefix) and n.endswith("/status.json") and json.loads(b).get("complete")}
+    added = same = 0
+    for name, data in sorted(files.items()):
+        rel = name[len(prefix):] if name.startswith(prefix) else None
+        if rel is None: continue
+        run = rel.split("/")[0].removesuffix(".ipynb")
+        record = rel.endswith(".json") and "/" not in rel
+        wanted = record or run in complete and (
+            rel == f"{run}.ipynb" or rel.split("/")[-1] in KEPT and rel.count("/") == 1 or rel.startswith(f"{run}/eval/"))
+        if not wanted: continue
+        out_name, out = packed(name, data)
+        path = Path(out_name)
+        if path.exists() and not record:
+            if path.read_bytes() != out and not (path.suffix == ".gz" and gzip.decompress(path.read_bytes()) == data):
+                raise SystemExit(f"{path} is committed with other contents: a complete run never changes")
+            same += 1; continue
+        path.parent.mkdir(parents=True, exist_ok=True); path.write_bytes(out); added += not record
+    return added, same
+
+if __name__ == "__main__":
+    added, same = unpack(Path(sys.argv[1]), Path(sys.argv[2]))
+    print(f"{added} files added, {same} already committed and identical")
