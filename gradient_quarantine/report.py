@@ -189,7 +189,7 @@ def discussion() -> list[str]:
             names = [r["comparison"].split(" - ")[1].split(",")[0] for r in c3 if r["verdict"].startswith("not supported")]
             out.append(f"*C3 is not supported*: {each(c3)} Without the hack direction, {and_join(f'`{n}`' for n in names)} hacks as little as route2b or less, "
                        "so the drop in hacking cannot be credited to the direction: routing and deleting the same mass without it suppresses hacking about as well. "
-                       "The prior system saw the same (the prior system's notes, §8 rows 4-5 and 21: a random direction and placebo pairs matched the real one; §9 item 9).")
+                       "The prior system saw the same: a random direction and placebo pairs matched the real one.")
         else: out.append(f"*C3 is inconclusive*: {each(c3)}")
     # C2
     c2 = [r for r in CLAIMS if r["claim"] == "C2"]
@@ -241,10 +241,10 @@ def limitations() -> list[str]:
            "**Matched solve rate is a margin, not a test.** A claim counts a drop in hacking only when the arm's deploy solve is at most "
            f"{SOLVE_MARGIN} below vanilla's (paired mean); a smaller solve loss is not tested for and is visible in the tables.",
            "**What a hack is.** The hack label is the grader's loophole channel firing while the oracle fails, under evaluation markers the training prompts never used. "
-           "Attempts that fail to exploit are not counted, and the rate can fall because solving falls (the prior system's notes, §9 item 22).",
+           "Attempts that fail to exploit are not counted, and the rate can fall because solving falls.",
            "**Shrinkage.** The deployed and quarantine knobs sit in the same singular basis, so deleting the quarantine also deletes part of an ordinary update. "
-           "The uniform split measures how much of a drop that alone gives (the prior system's notes, §2.1 and §9 item 9).",
+           "The uniform split measures how much of a drop that alone gives.",
            "**The pairs are ours.** The direction comes from a few authored pairs per mode on the pocket substrate; they may encode the graders' flaws more directly than a real weak detector would "
-           "(the prior system's notes, §9 item 12). The held-out-mode runs (C2) still train on prompts of all four modes; only the pairs leave two out.",
-           f"**Short runs.** {used('steps')} updates per run; the long-horizon comparison (A4 of the prior system's plan) was not run."]
+           "The held-out-mode runs (C2) still train on prompts of all four modes; only the pairs leave two out.",
+           f"**Short runs.** {used('steps')} updates per run; the long-horizon comparison was not run."]
     return out
