@@ -4,10 +4,12 @@
 
 # %% auto #0
 __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'Z80', 'ANSWER_ARMS', 'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS', 'CONFOUND_TESTS',
-           'TRANCHE2_CELLS', 'z_two_sided', 'detectable_difference', 'seed_rates', 'problem_weights', 'seed_counts',
-           'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm', 'complete_seeds',
-           'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary',
-           'tranche2_tests']
+           'TRANCHE2_CELLS', 'TRANCHE2_LABELS', 'z_two_sided', 'detectable_difference', 'seed_rates', 'problem_weights',
+           'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm',
+           'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance',
+           'draws_summary', 'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure',
+           'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure', 'json_safe', 'arm_summary', 'answer_record',
+           'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -215,3 +217,143 @@ def tranche2_tests(runs_dir, seeds: list[int], n_draws: int = 10_000, seed: int 
                  for c in cells}
     return {"n_seeds": len(seeds), "tests": tests, "descriptive": {c: distance(c) for c in ("random_v", "uniform")},
             "cells": cells_out}
+
+# %% ../nbs/90b_answer.ipynb #dfd89b04
+TRANCHE2_LABELS = {"F1": "route2b (p75 band) below the frontier", "F2": "route2b, mean band, below the frontier",
+                   "F3": "route2b, min/max band, below the frontier",
+                   "K1": "per-knob uniform f = 0.01 below vanilla", "K2": "per-knob uniform f = 0.22 below vanilla",
+                   "K3": "per-knob route2b below vanilla"}
+
+def tranche2_reading(t: dict, n_seeds: int, needed: int = 10) -> str:
+    "The pre-registered reading of one tranche-2 test; fewer seeds than NEEDED decide nothing."
+    reading = ("outside the frontier: not testable" if np.isinf(t["estimate"]) else
+               "below" if t["estimate"] < 0 and t["p_holm"] < 0.05 else
+               "above" if t["estimate"] > 0 and t["p_holm"] < 0.05 else "no significant difference")
+    return f"not decided ({n_seeds} of {needed} seeds); {reading}" if n_seeds < needed else reading
+
+# %% ../nbs/90b_answer.ipynb #cc588242
+def versus_frontier(runs_dir, seeds: list[int], arm: str = "route2b", n_draws: int = 10_000, seed: int = 0) -> dict:
+    "Descriptive: ARM's deploy hack and solve minus each frontier point's, on one shared draw of seeds and problems."
+    from gradient_quarantine.pocket_problems import family_of, pocket_problems
+    cells = (arm, *FRONTIER)
+    hack = {c: outcome_matrix(runs_dir, c, seeds, "exploited") for c in cells}
+    solve = {c: outcome_matrix(runs_dir, c, seeds, "gt_correct")[0] for c in cells}
+    family = {p.id: family_of(p) for p in pocket_problems("test")}
+    _, families = np.unique([family[i] for i in hack[arm][1]], return_inverse=True)
+    rng = np.random.default_rng(seed)
+    weights, counts = problem_weights(families, n_draws, rng), seed_counts(len(seeds), n_draws, rng)
+    mean = lambda m: weighted_means(m, weights, counts)
+    return {c: {"hack": draws_summary(mean(hack[arm][0]) - mean(hack[c][0]), hack[arm][0].mean() - hack[c][0].mean()),
+                "solve": draws_summary(mean(solve[arm]) - mean(solve[c]), solve[arm].mean() - solve[c].mean())}
+            for c in FRONTIER}
+
+# %% ../nbs/90b_answer.ipynb #35d553a1
+def frontier_figure(t2: dict, references: dict | None = None):
+    "Plotly figure: deploy hack against deploy solve for the uniform frontier, the routed arms and the references."
+    import plotly.graph_objects as go
+    cells = t2["cells"]
+    xy = lambda c: (cells[c]["solve"]["estimate"], cells[c]["hack"]["estimate"])
+    bars = lambda c, k: dict(type="data", symmetric=False, thickness=1, width=0,
+                             array=[cells[c][k]["ci"][1] - cells[c][k]["estimate"]],
+                             arrayminus=[cells[c][k]["estimate"] - cells[c][k]["ci"][0]])
+    fig = go.Figure()
+    fig.add_scatter(x=[xy(c)[0] for c in FRONTIER], y=[xy(c)[1] for c in FRONTIER], mode="lines+markers+text",
+                    text=["vanilla"] + [c.removeprefix("uniform_") for c in FRONTIER[1:]], textposition="top right",
+                    name="uniform split at f (frontier)", line=dict(color="#9467bd"))
+    style = {"route2b": ("#1f77b4", "circle"), "route2b_mean": ("#1f77b4", "triangle-up"),
+             "route2b_minmax": ("#1f77b4", "square"), "random_v": ("#ff7f0e", "diamond"),
+             "uniform": ("#9467bd", "x"), "pk_uniform_f0.01": ("#8c564b", "circle-open"),
+             "pk_uniform_f0.22": ("#8c564b", "square-open"), "pk_route2b": ("#1f77b4", "circle-open")}
+    for c, (color, symbol) in style.items():
+        fig.add_scatter(x=[xy(c)[0]], y=[xy(c)[1]], mode="markers", name=c, error_x=bars(c, "solve"),
+                        error_y=bars(c, "hack"), marker=dict(color=color, symbol=symbol, size=10))
+    for name, (s, h) in (references or {}).items():
+        fig.add_scatter(x=[s], y=[h], mode="markers", name=name, marker=dict(color="#2ca02c", symbol="star", size=11))
+    fig.update_layout(title=f"Deploy hack against deploy solve ({t2['n_seeds']} seeds)", height=520,
+                      xaxis_title="deploy solve rate", yaxis_title="deploy hack rate", legend=dict(font=dict(size=11)))
+    return fig
+
+# %% ../nbs/90b_answer.ipynb #c864c45d
+def mechanism_figure(runs_dir, cells, seeds):
+    "Plotly figure: as-trained and deployed hack (left) and solve (right) per cell, joined, means over SEEDS."
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=("hack rate", "solve rate"))
+    for col, key in ((1, "hack"), (2, "solve")):
+        for i, c in enumerate(cells):
+            trained, deploy = (np.mean([seed_rates(runs_dir, c, state, key)[s] for s in seeds]) for state in
+                               ("trained", "deploy"))
+            fig.add_scatter(x=[trained, deploy], y=[c, c], mode="lines+markers", showlegend=False, row=1, col=col,
+                            line=dict(color="#999999"), marker=dict(color=["#d62728", "#1f77b4"], size=9),
+                            hovertemplate=f"{c}: as trained {trained:.3f}, deployed {deploy:.3f}<extra></extra>")
+    fig.update_layout(title="As trained (red) and deployed (blue): what deleting the quarantine removes",
+                      height=60 + 34 * len(cells))
+    fig.update_xaxes(title_text="rate, mean over seeds")
+    return fig
+
+# %% ../nbs/90b_answer.ipynb #75bfd742
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    "P(score of a positive > score of a negative), ties counting one half; NaN without both classes."
+    pos, neg = scores[labels], scores[~labels]
+    if not len(pos) or not len(neg): return float("nan")
+    _, where, counts = np.unique(np.concatenate([pos, neg]), return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[where]                 # 1-based ranks, ties sharing their mean rank
+    return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+def gate_auroc(run, block: int = 10) -> dict[int, float]:
+    "The AUROC of a routed run's per-rollout f against its logged exploited label, per block of BLOCK updates (first update)."
+    import gzip
+    rows = [json.loads(l) for l in gzip.open(Path(run)/"rollouts.jsonl.gz", "rt")]
+    out = {}
+    for start in range(1, max(r["update"] for r in rows) + 1, block):
+        these = [r for r in rows if start <= r["update"] < start + block and math.isfinite(r.get("f", float("nan")))]
+        out[start] = auroc(np.array([r["f"] for r in these]), np.array([bool(r["exploited"]) for r in these]))
+    return out
+
+# %% ../nbs/90b_answer.ipynb #c316c384
+def training_figure(runs_dir, cells, routed_cells, seeds):
+    "Plotly figure: train hack and solve of CELLS, and the routed fraction of ROUTED_CELLS, per update, means over SEEDS."
+    from plotly.subplots import make_subplots
+    from gradient_quarantine.results import load_run
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("training hack rate", "training solve rate", "routed fraction"))
+    for col, key, group in ((1, "train_hack", cells), (2, "train_solve", cells), (3, "frout", routed_cells)):
+        for c in group:
+            rows = [load_run(Path(runs_dir)/f"{c}_s{s}").metrics for s in seeds]              # seeds x updates
+            updates = [r["update"] for r in rows[0]]
+            mean = np.mean([[r[key] for r in m] for m in rows], axis=0)
+            fig.add_scatter(x=updates, y=mean, name=c, legendgroup=c, showlegend=col == 1 or c not in cells,
+                            mode="lines", row=1, col=col)
+    fig.update_layout(title=f"During training, means over {len(seeds)} seeds", height=380)
+    fig.update_xaxes(title_text="update")
+    return fig
+
+# %% ../nbs/90b_answer.ipynb #8c502ed0
+def json_safe(x):
+    "X with numpy scalars and arrays as Python numbers and lists, tuples as lists, and non-finite floats as None."
+    if isinstance(x, dict): return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, np.ndarray)): return [json_safe(v) for v in x]
+    if isinstance(x, np.integer): return int(x)
+    if isinstance(x, (float, np.floating)): return float(x) if math.isfinite(x) else None
+    return x
+
+def arm_summary(runs_dir, arms, seeds) -> dict:
+    "Per arm, the mean over SEEDS of its deploy and as-trained hack and solve rates."
+    return {a: {f"{state}_{key}": float(np.mean([seed_rates(runs_dir, a, state, key)[s] for s in seeds]))
+                for state in ("deploy", "trained") for key in ("hack", "solve")} for a in arms}
+
+def answer_record(tests: dict, seeds: list[int], t2: dict, t2_seeds: list[int], arms: dict) -> dict:
+    "Both tranches' pre-registered results and the first tranche's ARMS means, JSON-safe (outside the frontier: None)."
+    first = {CLAIMS[o]: {**r, "n_seeds": len(seeds), "verdict": verdict(r, len(seeds))} for o, r in tests.items()}
+    second = {k: {**t, "claim": TRANCHE2_LABELS[k], "n_seeds": len(t2_seeds),
+                  "reading": tranche2_reading(t, len(t2_seeds))} for k, t in t2["tests"].items()}
+    return json_safe({"first_tranche": {"seeds": seeds, "claims": first, "arms": arms},
+                      "second_tranche": {"seeds": t2_seeds, "tests": second, "descriptive": t2["descriptive"],
+                                         "cells": t2["cells"]}})
+
+# %% ../nbs/90b_answer.ipynb #ff1015c3
+def compute_answer(runs_dir) -> tuple[dict, dict]:
+    "Both tranches from the complete runs in RUNS_DIR: the results record (as in results/answer.json) and tranche 2's tests."
+    seeds = complete_seeds(runs_dir)
+    t2_seeds = complete_seeds(runs_dir, (*TRANCHE2_CELLS, "random_v", "uniform"))
+    t2 = tranche2_tests(runs_dir, t2_seeds)
+    arms = arm_summary(runs_dir, ANSWER_ARMS, seeds)
+    return answer_record(claim_tests(runs_dir, seeds), seeds, t2, t2_seeds, arms), t2
