@@ -4,12 +4,12 @@
 
 # %% auto #0
 __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'Z80', 'ANSWER_ARMS', 'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS', 'CONFOUND_TESTS',
-           'TRANCHE2_CELLS', 'TRANCHE2_LABELS', 'z_two_sided', 'detectable_difference', 'seed_rates', 'problem_weights',
-           'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm',
-           'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance',
-           'draws_summary', 'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure',
-           'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure', 'json_safe', 'arm_summary', 'answer_record',
-           'compute_answer']
+           'TRANCHE2_CELLS', 'TRANCHE2_LABELS', 'z_two_sided', 'detectable_difference', 'seed_rates', 'seed_mean',
+           'problem_weights', 'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p',
+           'tost_p', 'holm', 'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack',
+           'frontier_distance', 'draws_summary', 'tranche2_tests', 'tranche2_reading', 'versus_frontier',
+           'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure', 'json_safe', 'arm_summary',
+           'answer_record', 'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -50,6 +50,11 @@ def seed_rates(runs_dir, cell: str, state: str = "deploy", key: str = "hack") ->
         if run.is_dir() and tail.isdigit() and status.exists() and json.loads(status.read_text()).get("complete"):
             out[int(tail)] = read_eval(run, state)[key]
     return out
+
+def seed_mean(runs_dir, cell: str, seeds, state: str = "deploy", key: str = "hack") -> float:
+    "The mean over SEEDS of one value KEY of the cell's evaluations (each run read once)."
+    rates = seed_rates(runs_dir, cell, state, key)
+    return float(np.mean([rates[s] for s in seeds]))
 
 # %% ../nbs/90b_answer.ipynb #c0971ad6
 def problem_weights(families: np.ndarray, n_draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -280,8 +285,7 @@ def mechanism_figure(runs_dir, cells, seeds):
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=("hack rate", "solve rate"))
     for col, key in ((1, "hack"), (2, "solve")):
         for i, c in enumerate(cells):
-            trained, deploy = (np.mean([seed_rates(runs_dir, c, state, key)[s] for s in seeds]) for state in
-                               ("trained", "deploy"))
+            trained, deploy = (seed_mean(runs_dir, c, seeds, state, key) for state in ("trained", "deploy"))
             fig.add_scatter(x=[trained, deploy], y=[c, c], mode="lines+markers", showlegend=False, row=1, col=col,
                             line=dict(color="#999999"), marker=dict(color=["#d62728", "#1f77b4"], size=9),
                             hovertemplate=f"{c}: as trained {trained:.3f}, deployed {deploy:.3f}<extra></extra>")
@@ -337,7 +341,7 @@ def json_safe(x):
 
 def arm_summary(runs_dir, arms, seeds) -> dict:
     "Per arm, the mean over SEEDS of its deploy and as-trained hack and solve rates."
-    return {a: {f"{state}_{key}": float(np.mean([seed_rates(runs_dir, a, state, key)[s] for s in seeds]))
+    return {a: {f"{state}_{key}": seed_mean(runs_dir, a, seeds, state, key)
                 for state in ("deploy", "trained") for key in ("hack", "solve")} for a in arms}
 
 def answer_record(tests: dict, seeds: list[int], t2: dict, t2_seeds: list[int], arms: dict) -> dict:
@@ -350,10 +354,10 @@ def answer_record(tests: dict, seeds: list[int], t2: dict, t2_seeds: list[int], 
                                          "cells": t2["cells"]}})
 
 # %% ../nbs/90b_answer.ipynb #ff1015c3
-def compute_answer(runs_dir) -> tuple[dict, dict]:
+def compute_answer(runs_dir, n_draws: int = 10_000) -> tuple[dict, dict]:
     "Both tranches from the complete runs in RUNS_DIR: the results record (as in results/answer.json) and tranche 2's tests."
     seeds = complete_seeds(runs_dir)
     t2_seeds = complete_seeds(runs_dir, (*TRANCHE2_CELLS, "random_v", "uniform"))
-    t2 = tranche2_tests(runs_dir, t2_seeds)
-    arms = arm_summary(runs_dir, ANSWER_ARMS, seeds)
-    return answer_record(claim_tests(runs_dir, seeds), seeds, t2, t2_seeds, arms), t2
+    t2 = tranche2_tests(runs_dir, t2_seeds, n_draws)
+    tests, arms = claim_tests(runs_dir, seeds, n_draws=n_draws), arm_summary(runs_dir, ANSWER_ARMS, seeds)
+    return answer_record(tests, seeds, t2, t2_seeds, arms), t2
