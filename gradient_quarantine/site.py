@@ -308,6 +308,7 @@ pre{overflow-x:auto;padding:.6rem .8rem;background:#f7f7f9;border-radius:4px;fon
 code{font-size:.9em} table{border-collapse:collapse;margin:1rem 0;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #dee2e6;padding:.3rem .6rem} .output_area,.output_subarea,.text_cell_render{max-width:100%;overflow-x:auto}
 .plotly-graph-div{max-width:100%} .MathJax_Display{overflow-x:auto;overflow-y:hidden}
+.MJX_Assistive_MathML *{font-family:inherit!important}
 blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:#555}
 .input_area pre{border-left:3px solid #2780e3} .output_area pre{background:#fff;border:1px solid #eee}
 .anchor-link{visibility:hidden;margin-left:.3rem;font-size:.8em} h1:hover .anchor-link,h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
@@ -333,6 +334,7 @@ def has_math(body: str) -> bool:
 
 _MATHJAX_CONFIG = ("MathJax.Hub.Config({tex2jax: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], processEscapes: true, "
                    "skipTags: ['script', 'noscript', 'style', 'textarea', 'pre', 'code']}, messageStyle: 'none', "
+                   "MMLorHTML: {prefer: 'HTML'}, "
                    "showMathMenu: false, 'HTML-CSS': {availableFonts: [], imageFont: null, preferredFont: null, "
                    "webFont: 'STIX-Web', linebreaks: {automatic: true}, "
                    "styles: {'@font-face': {'font-family': 'MathJax_Blank', src: \"url('data:,')\"}}}});\n"
