@@ -309,6 +309,7 @@ code{font-size:.9em} table{border-collapse:collapse;margin:1rem 0;display:block;
 th,td{border:1px solid #dee2e6;padding:.3rem .6rem} .output_area,.output_subarea,.text_cell_render{max-width:100%;overflow-x:auto}
 .plotly-graph-div{max-width:100%} .MathJax_Display{overflow-x:auto;overflow-y:hidden}
 .MJX_Assistive_MathML *{font-family:inherit!important}
+.content :not(pre)>code,.content h1,.content h2,.content h3,.content p,.content li{overflow-wrap:anywhere}
 blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:#555}
 .input_area pre{border-left:3px solid #2780e3} .output_area pre{background:#fff;border:1px solid #eee}
 .anchor-link{visibility:hidden;margin-left:.3rem;font-size:.8em} h1:hover .anchor-link,h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
