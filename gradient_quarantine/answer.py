@@ -258,7 +258,7 @@ def frontier_figure(t2: dict, references: dict | None = None):
     import plotly.graph_objects as go
     cells = t2["cells"]
     xy = lambda c: (cells[c]["solve"]["estimate"], cells[c]["hack"]["estimate"])
-    bars = lambda c, k: dict(type="data", symmetric=False, thickness=1, width=0,
+    bars = lambda c, k: dict(type="data", symmetric=False, thickness=1, width=0, color="rgba(0, 0, 0, 0.25)",
                              array=[cells[c][k]["ci"][1] - cells[c][k]["estimate"]],
                              arrayminus=[cells[c][k]["estimate"] - cells[c][k]["ci"][0]])
     fig = go.Figure()
