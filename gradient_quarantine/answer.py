@@ -74,7 +74,7 @@ def seed_counts(n_seeds: int, n_draws: int, rng: np.random.Generator) -> np.ndar
     return np.bincount(drawn.ravel(), minlength=n_draws * n_seeds).reshape(n_draws, n_seeds)
 
 def weighted_means(outcomes: np.ndarray, weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    "(n_draws,) means of OUTCOMES (seeds, problems) under problem WEIGHTS (draws, problems) and seed COUNTS (draws, seeds)."
+    "(n_draws,) means of OUTCOMES (seeds, problems) under problem WEIGHTS (draws, problems), seed COUNTS (draws, seeds)."
     per_seed = weights @ outcomes.T                                                          # (draws, seeds)
     return (counts * per_seed).sum(1) / (counts.sum(1) * weights.sum(1))
 
@@ -195,7 +195,7 @@ def draws_summary(draws: np.ndarray, estimate: float) -> dict:
 
 # %% ../nbs/90b_answer.ipynb #4491d343
 def tranche2_tests(runs_dir, seeds: list[int], n_draws: int = 10_000, seed: int = 0) -> dict:
-    "The second tranche's six tests (Holm-adjusted together), the descriptive frontier distances, and every cell's means."
+    "The second tranche's six tests (Holm-adjusted together), the descriptive frontier distances, every cell's means."
     from gradient_quarantine.pocket_problems import family_of, pocket_problems
     cells = (*TRANCHE2_CELLS, "random_v", "uniform")
     hack = {c: outcome_matrix(runs_dir, c, seeds, "exploited") for c in cells}
@@ -304,7 +304,7 @@ def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
     return float((ranks[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 def gate_auroc(run, block: int = 10) -> dict[int, float]:
-    "The AUROC of a routed run's per-rollout f against its logged exploited label, per block of BLOCK updates (first update)."
+    "AUROC of a routed run's per-rollout f against its logged exploited label, per block of BLOCK updates (by first)."
     import gzip
     rows = [json.loads(l) for l in gzip.open(Path(run)/"rollouts.jsonl.gz", "rt")]
     out = {}
@@ -315,7 +315,7 @@ def gate_auroc(run, block: int = 10) -> dict[int, float]:
 
 # %% ../nbs/90b_answer.ipynb #c316c384
 def training_figure(runs_dir, cells, routed_cells, seeds):
-    "Plotly figure: train hack and solve of CELLS, and the routed fraction of ROUTED_CELLS, per update, means over SEEDS."
+    "Plotly figure: train hack and solve of CELLS, the routed fraction of ROUTED_CELLS, per update, means over SEEDS."
     from plotly.subplots import make_subplots
     from gradient_quarantine.results import load_run
     fig = make_subplots(rows=1, cols=3, subplot_titles=("training hack rate", "training solve rate", "routed fraction"))
@@ -355,7 +355,7 @@ def answer_record(tests: dict, seeds: list[int], t2: dict, t2_seeds: list[int], 
 
 # %% ../nbs/90b_answer.ipynb #ff1015c3
 def compute_answer(runs_dir, n_draws: int = 10_000) -> tuple[dict, dict]:
-    "Both tranches from the complete runs in RUNS_DIR: the results record (as in results/answer.json) and tranche 2's tests."
+    "Both tranches from the complete runs in RUNS_DIR: the results record (results/answer.json) and tranche 2's tests."
     seeds = complete_seeds(runs_dir)
     t2_seeds = complete_seeds(runs_dir, (*TRANCHE2_CELLS, "random_v", "uniform"))
     t2 = tranche2_tests(runs_dir, t2_seeds, n_draws)

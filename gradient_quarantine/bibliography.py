@@ -72,7 +72,8 @@ def reference_item(key: str, entry: dict) -> str:
     venue = entry.get("booktitle") or entry.get("journal") or entry.get("howpublished") or (
         f"arXiv:{entry['eprint']}" if "eprint" in entry else "")
     link = f" <{entry['url']}>" if "url" in entry else ""
-    return f'- <a id="ref-{key}"></a>{authors} ({entry["year"]}). *{entry["title"]}*.' + (f" {venue}." if venue else "") + link
+    head = f'- <a id="ref-{key}"></a>{authors} ({entry["year"]}). *{entry["title"]}*.'
+    return head + (f" {venue}." if venue else "") + link
 
 def reference_list(entries: dict) -> str:
     "The reference list of ENTRIES, sorted by first author's surname and year."

@@ -293,34 +293,45 @@ def site_css() -> str:
     return _CSS + HtmlFormatter(style="default").get_style_defs(".highlight")
 
 _CSS = """
-*{box-sizing:border-box} body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212529}
+*{box-sizing:border-box}
+ body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212529}
 a{color:#2780e3;text-decoration:none} a:hover{text-decoration:underline}
 .navbar{display:flex;flex-wrap:wrap;align-items:center;gap:.4rem 1.5rem;padding:.6rem 1.5rem;background:#2780e3;position:sticky;top:0;z-index:10}
-.navbar a{color:#fff} .navbar .brand{font-weight:600;font-size:1.15rem} .navbar ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0}
+.navbar a{color:#fff} .navbar .brand{font-weight:600;font-size:1.15rem}
+ .navbar ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0}
 .navbar .nav-right{margin-left:auto} .navbar a.active{text-decoration:underline}
 .layout{display:flex;align-items:flex-start;max-width:1400px;margin:0 auto}
 .sidebar{flex:0 0 240px;padding:1rem;position:sticky;top:3.2rem;max-height:calc(100vh - 3.2rem);overflow:auto;font-size:.9rem}
-.sidebar ul{list-style:none;padding-left:.8rem;margin:.2rem 0} .sidebar>ul{padding-left:0} .sidebar .section-title{font-weight:600}
+.sidebar ul{list-style:none;padding-left:.8rem;margin:.2rem 0} .sidebar>ul{padding-left:0}
+ .sidebar .section-title{font-weight:600}
 .sidebar a.active{font-weight:600;color:#1a5aa0}
 .content{flex:1 1 auto;min-width:0;padding:1rem 2rem 4rem;max-width:960px}
-.sidebar{order:1} .content{order:2} .toc{order:3;flex:0 0 220px;padding:1rem;position:sticky;top:3.2rem;font-size:.85rem} .toc ul{list-style:none;padding-left:.8rem} .toc .toc-title{font-weight:600}
-@media (max-width:1000px){.layout{display:flex;flex-direction:column;align-items:stretch}.content{order:1;padding:1rem}.sidebar{order:2;position:static;max-height:none;border-top:1px solid #dee2e6}.toc{display:none}
+.sidebar{order:1} .content{order:2}
+ .toc{order:3;flex:0 0 220px;padding:1rem;position:sticky;top:3.2rem;font-size:.85rem}
+ .toc ul{list-style:none;padding-left:.8rem} .toc .toc-title{font-weight:600}
+@media (max-width:1000px){.layout{display:flex;flex-direction:column;align-items:stretch}
+ .content{order:1;padding:1rem}.sidebar{order:2;position:static;max-height:none;border-top:1px solid #dee2e6}
+ .toc{display:none}
  .navbar{position:static;padding:.5rem 1rem}.navbar ul{flex-wrap:wrap}}
 pre{overflow-x:auto;padding:.6rem .8rem;background:#f7f7f9;border-radius:4px;font-size:.85rem;line-height:1.4}
 code{font-size:.9em} table{border-collapse:collapse;margin:1rem 0;display:block;max-width:100%;overflow-x:auto}
-th,td{border:1px solid #dee2e6;padding:.3rem .6rem} .output_area,.output_subarea,.text_cell_render{max-width:100%;overflow-x:auto}
+th,td{border:1px solid #dee2e6;padding:.3rem .6rem}
+ .output_area,.output_subarea,.text_cell_render{max-width:100%;overflow-x:auto}
 .plotly-graph-div{max-width:100%} .MathJax_Display{overflow-x:auto;overflow-y:hidden}
 .MJX_Assistive_MathML *{font-family:inherit!important}
 .content :not(pre)>code,.content h1,.content h2,.content h3,.content p,.content li{overflow-wrap:anywhere}
 .byline{color:#555;margin-top:-.4rem}
 .pager{display:flex;justify-content:space-between;gap:1rem;margin-top:3rem;padding-top:1rem;border-top:1px solid #dee2e6}
-.source{font-size:.85rem;color:#555} pre{position:relative} button.copy{position:absolute;top:.3rem;right:.3rem;font-size:.7rem;
+.source{font-size:.85rem;color:#555} pre{position:relative}
+ button.copy{position:absolute;top:.3rem;right:.3rem;font-size:.7rem;
  padding:.1rem .4rem;border:1px solid #ccc;border-radius:3px;background:#fff;color:#555;cursor:pointer}
-@media print{.navbar,.sidebar,.toc,.anchor-link,.pdf-link,.pager,.source,button.copy{display:none}table{font-size:9pt}.layout{display:block}.content{max-width:none;padding:0}
+@media print{.navbar,.sidebar,.toc,.anchor-link,.pdf-link,.pager,.source,button.copy{display:none}
+ table{font-size:9pt}.layout{display:block}.content{max-width:none;padding:0}
  body{font-size:11pt}h2,h3{break-after:avoid}table,.plotly-graph-div,.output_area img{break-inside:avoid}}
 blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:#555}
 .input_area pre{border-left:3px solid #2780e3} .output_area pre{background:#fff;border:1px solid #eee}
-.anchor-link{visibility:hidden;margin-left:.3rem;font-size:.8em} h1:hover .anchor-link,h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
+.anchor-link{visibility:hidden;margin-left:.3rem;font-size:.8em}
+ h1:hover .anchor-link,h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
 .output_html{overflow-x:auto} img{max-width:100%}
 """
 
@@ -347,7 +358,8 @@ _MATHJAX_CONFIG = ("MathJax.Hub.Config({tex2jax: {inlineMath: [['$', '$'], ['\\\
                    "showMathMenu: false, 'HTML-CSS': {availableFonts: [], imageFont: null, preferredFont: null, "
                    "webFont: 'STIX-Web', linebreaks: {automatic: true}, "
                    "styles: {'@font-face': {'font-family': 'MathJax_Blank', src: \"url('data:,')\"}}}});\n"
-                   "MathJax.Hub.Register.StartupHook('End', function () { document.documentElement.dataset.math = 'done'; });")
+                   "MathJax.Hub.Register.StartupHook('End', function () {\n"
+                   "  document.documentElement.dataset.math = 'done'; });")
 
 def mathjax_tags(rel: str) -> str:
     "The head tags that typeset a page's TeX with the site's MathJax (REL: the page's path to `assets`)."
@@ -389,7 +401,8 @@ def execute_page(nb, path, timeout_s: int = 900):
 # %% ../nbs/91_site.ipynb #5bbfb3f7
 COPY_JS = ("document.querySelectorAll('main pre').forEach(function (p) { var b = document.createElement('button'); "
            "b.className = 'copy'; b.type = 'button'; b.textContent = 'Copy'; b.onclick = function () { "
-           "if (navigator.clipboard) navigator.clipboard.writeText(p.innerText.replace(/Copy$/, '')); }; p.appendChild(b); });")
+           "if (navigator.clipboard) navigator.clipboard.writeText(p.innerText.replace(/Copy$/, '')); }; "
+           "p.appendChild(b); });")
 
 def page_footer(src: str, pages: list, titles: dict) -> str:
     "Previous / next links in render order and a link to the page's source under `_sources/`."

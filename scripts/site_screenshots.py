@@ -25,7 +25,8 @@ with serve(site) as base, sync_playwright() as pw:
     for name, (page, width, height) in SHOTS.items():
         tab = browser.new_page(viewport={"width": width, "height": height})
         tab.goto(base + page, wait_until="load")
-        if tab.locator("script[src*='MathJax.js']").count(): tab.wait_for_selector("html[data-math=done]", state="attached")
+        if tab.locator("script[src*='MathJax.js']").count():
+            tab.wait_for_selector("html[data-math=done]", state="attached")
         if tab.locator("div.plotly-graph-div").count(): tab.wait_for_selector("svg.main-svg")
         tab.screenshot(path=str(docs/name))
         tab.close()
