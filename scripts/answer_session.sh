@@ -3,7 +3,8 @@
 # kernel; a fresh machine restores the last snapshot (.answersnap/*.tar.gz, carried) and resumes. scripts/run_answer.py
 # runs in its own session, so it outlives the call. Waits up to SECONDS, then snapshots runs/answer/ to $OUT
 # (scripts/grid_snapshot.py).
-# Usage, from the repository root on the device:  bash scripts/answer_session.sh 540
+# Usage, from the repository root on the device:  [JOBS=24] bash scripts/answer_session.sh 540 (JOBS: runs side by side,
+# spread over the GPUs that nvidia-smi lists)
 set -u
 secs=${1:-540}
 work=/root/gq
@@ -21,7 +22,7 @@ cd $work
 python3 -c "from gradient_quarantine import sandbox; print('sandbox engine problem:', sandbox.engine_problem())"
 done_before() { grep -q "answer grid done: .* 0 failed" runs/answer/logs/answer.out 2>/dev/null; }
 if ! pgrep -f "scripts/run_answer.py" >/dev/null && ! done_before; then
-  setsid nohup python3 scripts/run_answer.py --jobs 12 >> runs/answer/logs/answer.out 2>&1 < /dev/null &
+  setsid nohup python3 scripts/run_answer.py --jobs ${JOBS:-12} >> runs/answer/logs/answer.out 2>&1 < /dev/null &
 fi
 end=$((SECONDS + secs))
 sleep 5

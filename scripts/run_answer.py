@@ -1,29 +1,47 @@
-"""The second grid (runs/answer/), both tranches pre-registered in nbs/90b_answer.ipynb, on the pocket substrate.
+"""The second grid (runs/answer/), its three tranches pre-registered in nbs/90b_answer.ipynb, on the pocket substrate.
 
 Tranche 1: vanilla, route2b per rollout, and the uniform split and random-V matched to route2b of the same seed, under
 the conserving optimiser, seeds 100-119. Tranche 2: the cells of answer.TRANCHE2 (the uniform frontier, route2b's
-bands, the per-knob optimiser's confound) for seeds 100-109.
+bands, the per-knob optimiser's confound) for seeds 100-109. Tranche 3: answer.TRANCHE3, the held-out-mode splits with
+their matched controls (seeds 100-109) and the 200-update horizon (seeds 100-104), whose knob checkpoints are scored on
+the first grid's monitoring subset (nbs/07_eval_curve.ipynb) once the run is complete.
 
 Every cell is `papermill nbs/05_train.ipynb runs/answer/<cell>_s<seed>.ipynb`. Workers take the ready cell of lowest
-(tranche, seed, position), so a grid cut short holds the lowest seeds of every cell; a tranche-1 control becomes ready
-when its seed's route2b run is complete. A complete cell is skipped, so rerunning resumes. runs/answer/answer.json
-records the host and every cell's command, times and exit code.
+priority: the horizon's long route2b and vanilla runs first, then (tranche, seed, position), so a grid cut short holds
+the lowest seeds of every cell; a matched control becomes ready when the route2b run it matches is complete. A complete
+cell is skipped, so rerunning resumes. Worker i runs on GPU i mod --gpus (CUDA_VISIBLE_DEVICES). runs/answer/answer.json
+records the host and every cell's command, GPU, times and exit code.
 
 Usage, from the repository root (GPU host or CPU):
-    python scripts/run_answer.py --jobs 12 [--dry-run] [--seeds 100-119] [--tranches 1,2]
+    python scripts/run_answer.py --jobs 12 [--gpus 2] [--dry-run] [--seeds 100-119] [--tranches 1,2,3]
 """
 import argparse, heapq, json, os, platform, subprocess, sys, threading, time
 from pathlib import Path
-from gradient_quarantine.answer import TRANCHE2, TRANCHE2_SEEDS
+from gradient_quarantine.answer import (HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS, TRANCHE3,
+                                        TRANCHE3_SEEDS)
 
 ANSWER_DIR = Path("runs/answer")
+MONITORING = "runs/grid/monitoring_pocket_117.json"   # the first grid's frozen monitoring subset of the test set
 
 def complete(run: Path) -> bool:
     status = run/"status.json"
     return status.exists() and json.loads(status.read_text()).get("complete", False)
 
+def tranche3_cells() -> list[tuple]:
+    "Tranche 3's cells: the horizon's route2b and vanilla first (the longest runs), its matched controls when ready."
+    out = []
+    for i, (cell, c) in enumerate(TRANCHE3.items()):
+        horizon = cell.startswith("h200_")
+        for s in HORIZON_SEEDS if horizon else TRANCHE3_SEEDS:
+            needs = f"{MATCHED_TO[cell]}_s{s}" if cell in MATCHED_TO else None
+            params = {"arm": c["arm"], "seed": s, "overrides": {k: v for k, v in c.items() if k != "arm"}}
+            if needs: params["reference_run"] = str(ANSWER_DIR/needs)
+            out.append(((0 if horizon else 3, s, i), f"{cell}_s{s}", params, needs))
+    return out
+
 def tranche_cells(tranche: int, seeds: list[int]) -> list[tuple]:
     "(priority, name, papermill parameters, the name of the run it needs first or None) for one tranche."
+    if tranche == 3: return tranche3_cells()
     if tranche == 2:
         return [((2, s, i), f"{cell}_s{s}", {"arm": c["arm"], "seed": s,
                                              "overrides": {k: v for k, v in c.items() if k != "arm"}}, None)
@@ -36,14 +54,19 @@ def tranche_cells(tranche: int, seeds: list[int]) -> list[tuple]:
                  f"route2b_s{s}") for i, arm in ((2, "uniform"), (3, "random_v"))]
     return out
 
+def gpu_count() -> int:
+    "GPUs that nvidia-smi lists (0 without it)."
+    try: return len(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.splitlines())
+    except FileNotFoundError: return 0
+
 class Answer:
-    def __init__(self, cells: list[tuple], jobs: int, dry_run: bool):
-        self.jobs, self.dry_run, self.lock = jobs, dry_run, threading.Condition()
+    def __init__(self, cells: list[tuple], jobs: int, gpus: int, dry_run: bool):
+        self.jobs, self.gpus, self.dry_run, self.lock = jobs, gpus, dry_run, threading.Condition()
         self.ready = [c for c in cells if c[3] is None]
         self.waiting = [c for c in cells if c[3] is not None]
         self.running, self.codes = 0, {}
         heapq.heapify(self.ready)
-        self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count()}, "jobs": jobs,
+        self.record = {"host": {"node": platform.node(), "cpus": os.cpu_count(), "gpus": gpus}, "jobs": jobs,
                        "cells_planned": [c[1] for c in sorted(cells)],
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cells": {}}
         (ANSWER_DIR/"logs").mkdir(parents=True, exist_ok=True)
@@ -57,19 +80,28 @@ class Answer:
         tmp.write_text(json.dumps({"processes": processes}, indent=1) + "\n")
         tmp.replace(path)
 
-    def cell(self, name: str, params: dict) -> int:
-        if complete(ANSWER_DIR/name) and (ANSWER_DIR/f"{name}.ipynb").exists(): return 0
-        cmd = [sys.executable, "-m", "papermill", "nbs/05_train.ipynb", str(ANSWER_DIR/f"{name}.ipynb"),
-               "-y", json.dumps({"preset": "pocket", **params}), "--no-progress-bar"]
-        entry = {"command": " ".join(cmd[1:]), "start": time.time()}
+    def papermill(self, name: str, notebook: str, out: Path, params: dict, gpu: int | None) -> int:
+        "Run NOTEBOOK into OUT with PARAMS on GPU (None: as the environment says); log to logs/NAME.log; exit code."
+        cmd = [sys.executable, "-m", "papermill", notebook, str(out), "-y", json.dumps(params), "--no-progress-bar"]
+        entry = {"command": " ".join(cmd[1:]), "gpu": gpu, "start": time.time()}
         with self.lock: self.record["cells"][name] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
+        env = {**os.environ, "OMP_NUM_THREADS": "1", **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)})}
         with open(ANSWER_DIR/"logs"/f"{name}.log", "w") as log:
-            env = {**os.environ, "OMP_NUM_THREADS": "1"}
             rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
         entry.update(end=time.time(), seconds=round(time.time() - entry["start"], 1), returncode=rc)
         print(f"{name}: exit {rc} after {entry['seconds']} s", flush=True)
         with self.lock: self.save()
+        return rc
+
+    def cell(self, name: str, params: dict, gpu: int | None) -> int:
+        "Train the cell unless it is complete; then, for a horizon cell, score its checkpoints unless they are scored."
+        run = ANSWER_DIR/name
+        rc = 0 if complete(run) and (ANSWER_DIR/f"{name}.ipynb").exists() else \
+            self.papermill(name, "nbs/05_train.ipynb", ANSWER_DIR/f"{name}.ipynb", {"preset": "pocket", **params}, gpu)
+        if rc == 0 and name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
+            rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
+                                {"run_dir": str(run), "ids_file": MONITORING}, gpu)
         return rc
 
     def finish(self, name: str, rc: int):
@@ -81,17 +113,18 @@ class Answer:
             else: self.codes[c[1]] = f"not run: {name} failed"
         self.lock.notify_all()
 
-    def worker(self):
+    def worker(self, index: int):
+        gpu = index % self.gpus if self.gpus else None
         while True:
             with self.lock:
                 while not self.ready and self.running and self.waiting: self.lock.wait()
                 if not self.ready: return
                 _, name, params, _ = heapq.heappop(self.ready); self.running += 1
-            rc = self.cell(name, params)
+            rc = self.cell(name, params, gpu)
             with self.lock: self.finish(name, rc)
 
     def run(self) -> int:
-        threads = [threading.Thread(target=self.worker) for _ in range(self.jobs)]
+        threads = [threading.Thread(target=self.worker, args=(i,)) for i in range(self.jobs)]
         for t in threads: t.start()
         for t in threads: t.join()
         self.record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()); self.save()
@@ -107,8 +140,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) * 3 // 4), help="runs side by side")
     ap.add_argument("--seeds", type=seed_range, default=seed_range("100-119"), help="tranche 1's seeds, e.g. 100-119")
-    ap.add_argument("--tranches", default="1,2", help="which tranches, e.g. 1 or 1,2")
+    ap.add_argument("--tranches", default="1,2,3", help="which tranches, e.g. 1 or 1,2")
+    ap.add_argument("--gpus", type=int, default=gpu_count(), help="GPUs to spread the workers over (0: leave as is)")
     ap.add_argument("--dry-run", action="store_true", help="print the papermill commands without running them")
     a = ap.parse_args()
     cells = [c for t in map(int, a.tranches.split(",")) for c in tranche_cells(t, a.seeds)]
-    sys.exit(1 if Answer(cells, a.jobs, a.dry_run).run() else 0)
+    sys.exit(1 if Answer(cells, a.jobs, a.gpus, a.dry_run).run() else 0)
