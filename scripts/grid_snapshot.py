@@ -6,13 +6,17 @@ OUT/resume_N.tar.gz what only unfinished work needs: the rollouts log and the la
 OUT/rollouts_N.tar.gz the rollouts logs of complete runs;  OUT/logs.tar.gz the last 64 kB of every papermill log.
 Each file stays under 15 MB; older trainer states and the checkpoints of finished runs are left out (not needed).
 
-Usage: python scripts/grid_snapshot.py runs/grid OUT
+Only files changed since the optional STAMP file's time are taken (the committed runs a machine started from are not
+sent back).
+
+Usage: python scripts/grid_snapshot.py runs/grid OUT [STAMP]
 """
 import io, json, sys, tarfile
 from pathlib import Path
 
 LIMIT, LOG_TAIL = 14_000_000, 65_536
 runs, out = Path(sys.argv[1]), Path(sys.argv[2])
+since = Path(sys.argv[3]).stat().st_mtime if len(sys.argv) > 3 else 0.0
 out.mkdir(parents=True, exist_ok=True)
 
 def complete(run: Path) -> bool:
@@ -24,7 +28,8 @@ def latest_trainer(run: Path):
     return states[-1] if states else None
 
 state, resume, rollouts, logs = [], [], [], []
-for p in sorted(q for q in runs.rglob("*") if q.is_file() and not q.name.endswith(".tmp")):
+changed = (q for q in runs.rglob("*") if q.is_file() and not q.name.endswith(".tmp") and q.stat().st_mtime > since)
+for p in sorted(changed):
     parts = p.relative_to(runs).parts
     run = runs/parts[0]
     if parts[0] in ("grid_logs", "logs") and p.suffix in (".log", ".out"): logs.append(p)

@@ -7,8 +7,8 @@ their matched controls (seeds 100-109) and the 200-update horizon (seeds 100-104
 the first grid's monitoring subset (nbs/07_eval_curve.ipynb) once the run is complete.
 
 Every cell is `papermill nbs/05_train.ipynb runs/answer/<cell>_s<seed>.ipynb`. Workers take the ready cell of lowest
-priority: the horizon's long route2b and vanilla runs first, then (tranche, seed, position), so a grid cut short holds
-the lowest seeds of every cell; a matched control becomes ready when the route2b run it matches is complete. A complete
+(tranche, seed, position), tranche 3 by split first, then the horizon, so a grid cut short holds the lowest seeds of
+every cell; a matched control becomes ready when the route2b run it matches is complete. A complete
 cell is skipped, so rerunning resumes. Worker i runs on GPU i mod --gpus (CUDA_VISIBLE_DEVICES). runs/answer/answer.json
 records the host and every cell's command, GPU, times and exit code.
 
@@ -17,8 +17,8 @@ Usage, from the repository root (GPU host or CPU):
 """
 import argparse, heapq, json, os, platform, subprocess, sys, threading, time
 from pathlib import Path
-from gradient_quarantine.answer import (HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS, TRANCHE3,
-                                        TRANCHE3_SEEDS)
+from gradient_quarantine.answer import (HELD_OUT_SPLITS, HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS,
+                                        TRANCHE3, TRANCHE3_SEEDS)
 
 ANSWER_DIR = Path("runs/answer")
 MONITORING = "runs/grid/monitoring_pocket_117.json"   # the first grid's frozen monitoring subset of the test set
@@ -27,24 +27,32 @@ def complete(run: Path) -> bool:
     status = run/"status.json"
     return status.exists() and json.loads(status.read_text()).get("complete", False)
 
+NOTEBOOK_PARAMETERS = ("granularity", "steps", "modes", "pair_modes", "refresh_every", "reference_run")
+
+def parameters(arm: str, seed: int, settings: dict) -> dict:
+    "The papermill parameters of a cell: the notebook's own parameters as such, every other Config field in overrides."
+    own = {k: v for k, v in settings.items() if k in NOTEBOOK_PARAMETERS}
+    overrides = {k: v for k, v in settings.items() if k not in NOTEBOOK_PARAMETERS}
+    return {"arm": arm, "seed": seed, **own, **({"overrides": overrides} if overrides else {})}
+
 def tranche3_cells() -> list[tuple]:
-    "Tranche 3's cells: the horizon's route2b and vanilla first (the longest runs), its matched controls when ready."
-    out = []
+    "Tranche 3's cells: the splits in order, each by seed, controls when their route2b run is complete; the horizon."
+    out, splits = [], list(HELD_OUT_SPLITS)
     for i, (cell, c) in enumerate(TRANCHE3.items()):
         horizon = cell.startswith("h200_")
         for s in HORIZON_SEEDS if horizon else TRANCHE3_SEEDS:
             needs = f"{MATCHED_TO[cell]}_s{s}" if cell in MATCHED_TO else None
-            params = {"arm": c["arm"], "seed": s, "overrides": {k: v for k, v in c.items() if k != "arm"}}
-            if needs: params["reference_run"] = str(ANSWER_DIR/needs)
-            out.append(((0 if horizon else 3, s, i), f"{cell}_s{s}", params, needs))
+            settings = {k: v for k, v in c.items() if k != "arm"}
+            if needs: settings["reference_run"] = str(ANSWER_DIR/needs)
+            rank = (4, s, i) if horizon else (3, splits.index(cell.split("_")[-1]), s, i)
+            out.append((rank, f"{cell}_s{s}", parameters(c["arm"], s, settings), needs))
     return out
 
 def tranche_cells(tranche: int, seeds: list[int]) -> list[tuple]:
     "(priority, name, papermill parameters, the name of the run it needs first or None) for one tranche."
     if tranche == 3: return tranche3_cells()
     if tranche == 2:
-        return [((2, s, i), f"{cell}_s{s}", {"arm": c["arm"], "seed": s,
-                                             "overrides": {k: v for k, v in c.items() if k != "arm"}}, None)
+        return [((2, s, i), f"{cell}_s{s}", parameters(c["arm"], s, {k: v for k, v in c.items() if k != "arm"}), None)
                 for s in TRANCHE2_SEEDS for i, (cell, c) in enumerate(TRANCHE2.items())]
     out = []
     for s in seeds:
@@ -97,7 +105,8 @@ class Answer:
     def cell(self, name: str, params: dict, gpu: int | None) -> int:
         "Train the cell unless it is complete; then, for a horizon cell, score its checkpoints unless they are scored."
         run = ANSWER_DIR/name
-        rc = 0 if complete(run) and (ANSWER_DIR/f"{name}.ipynb").exists() else \
+        executed = any((ANSWER_DIR/f"{name}{suffix}").exists() for suffix in (".ipynb", ".ipynb.gz"))  # .gz: committed
+        rc = 0 if complete(run) and executed else \
             self.papermill(name, "nbs/05_train.ipynb", ANSWER_DIR/f"{name}.ipynb", {"preset": "pocket", **params}, gpu)
         if rc == 0 and name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
             rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
