@@ -7,12 +7,12 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'HORIZON', 'TRANCHE3', 'MATCHED_TO', 'Z80', 'ANSWER_ARMS', 'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS',
            'CONFOUND_TESTS', 'TRANCHE2_CELLS', 'TRANCHE2_LABELS', 'HORIZON_CELLS', 'split_cells', 'z_two_sided',
            'detectable_difference', 'seed_rates', 'seed_mean', 'problem_weights', 'seed_counts', 'weighted_means',
-           'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm', 'complete_seeds', 'outcome_matrix',
-           'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests',
-           'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc',
-           'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests',
-           'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'horizon_figure', 'json_safe',
-           'arm_summary', 'answer_record', 'compute_answer']
+           'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm', 'timeout_share', 'complete_seeds',
+           'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary',
+           'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc',
+           'gate_auroc', 'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms',
+           'held_out_tests', 'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading',
+           'horizon_figure', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -122,6 +122,12 @@ def holm(p: dict) -> dict:
     for i, (k, v) in enumerate(sorted(p.items(), key=lambda kv: kv[1])):
         running = max(running, min(1.0, (len(p) - i) * v)); out[k] = running
     return out
+
+# %% ../nbs/90b_answer.ipynb #a2abc3bc
+def timeout_share(run, state: str = "deploy") -> float:
+    "The share of RUN's evaluation programs (STATE) that hit the grader's time limit."
+    records = read_eval(run, state)["records"]
+    return sum(bool(r["timed_out"]) for r in records) / len(records)
 
 # %% ../nbs/90b_answer.ipynb #4677b89b
 ANSWER_ARMS = ("vanilla", "route2b", "uniform", "random_v")
