@@ -7,7 +7,7 @@ __all__ = ['MODES', 'NO_LOOPHOLE', 'PASS_PHRASES', 'PASS_WORDS', 'SENTINEL_ATTRS
            'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'GRADER_VERSION', 'check_mode', 'Marker',
            'marker', 'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value', 'test_function',
            'Observation', 'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading', 'GradingWorkerDied',
-           'GradingWorker', 'grade_many', 'verdict_key', 'VerdictCache', 'fenced', 'wrong_solution',
+           'GradingWorker', 'grading_workers', 'grade_many', 'verdict_key', 'VerdictCache', 'fenced', 'wrong_solution',
            'exploit_completions', 'hack_matrix', 'matrix_ok']
 
 # %% ../nbs/00_rewards.ipynb #89de31ce
@@ -388,15 +388,24 @@ def _graded(job: tuple, timeout_s: float) -> Grade:
         if worker.proc.poll() is None:
             with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
 
-def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0, cache: "VerdictCache | None" = None) -> list[Grade]:
-    """Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default: one per core).
-    With a `cache`, a job whose verdict it holds is not graded again, and a job repeated in the batch is graded once."""
+def grading_workers() -> int:
+    "Grading processes at once: $GQ_GRADE_WORKERS (runs side by side share the cores), else one per core."
+    given = os.environ.get("GQ_GRADE_WORKERS")
+    if given is not None and not (given.isdigit() and int(given) > 0):
+        raise ValueError(f"GQ_GRADE_WORKERS={given!r}: expected a positive whole number of grading processes")
+    return int(given) if given else os.cpu_count() or 1
+
+def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0,
+               cache: "VerdictCache | None" = None) -> list[Grade]:
+    """Grade (completion, problem, mode[, eval_markers]) jobs on `workers` grading processes at once (default:
+    `grading_workers()`). With a `cache`, a job whose verdict it holds is not graded again, and a job repeated in the
+    batch is graded once."""
     jobs = [tuple(j) for j in jobs]
     for j in jobs: check_mode(j[2]); _check_problem(j[1])
     keys = [verdict_key(j, timeout_s) for j in jobs] if cache is not None else list(range(len(jobs)))
     known = cache.grades if cache is not None else {}
     todo = {k: j for k, j in zip(keys, jobs) if k not in known}            # the first job of each key not yet graded
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=workers or grading_workers()) as pool:
         graded = dict(zip(todo, pool.map(lambda j: _graded(j, timeout_s), todo.values())))
     if cache is not None: cache.add(graded, hits=len(jobs) - len(todo))
     return [graded[k] if k in graded else known[k] for k in keys]

@@ -94,7 +94,9 @@ class Answer:
         entry = {"command": " ".join(cmd[1:]), "gpu": gpu, "start": time.time()}
         with self.lock: self.record["cells"][name] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
-        env = {**os.environ, "OMP_NUM_THREADS": "1", **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)})}
+        workers = max(2, 2 * (os.cpu_count() or 1) // self.jobs)       # graders per run: one per core each starved a host
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "GQ_GRADE_WORKERS": str(workers),
+               **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)})}
         with open(ANSWER_DIR/"logs"/f"{name}.log", "w") as log:
             rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
         entry.update(end=time.time(), seconds=round(time.time() - entry["start"], 1), returncode=rc)
