@@ -97,8 +97,9 @@ class Answer:
     def cell(self, name: str, params: dict, gpu: int | None) -> int:
         "Train the cell unless it is complete; then, for a horizon cell, score its checkpoints unless they are scored."
         run = ANSWER_DIR/name
-        rc = 0 if complete(run) and (ANSWER_DIR/f"{name}.ipynb").exists() else \
-            self.papermill(name, "nbs/05_train.ipynb", ANSWER_DIR/f"{name}.ipynb", {"preset": "pocket", **params}, gpu)
+        notebook = ANSWER_DIR/f"{name}.ipynb"          # the run directory is passed: the kernel cannot see this name
+        train = {"preset": "pocket", "run_dir": str(notebook.with_suffix("")), **params}
+        rc = 0 if complete(run) and notebook.exists() else self.papermill(name, "nbs/05_train.ipynb", notebook, train, gpu)
         if rc == 0 and name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
             rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
                                 {"run_dir": str(run), "ids_file": MONITORING}, gpu)
