@@ -9,7 +9,9 @@ __all__ = ['eval_curve', 'curve_figure']
 import json
 from pathlib import Path
 from .evaluate import Sampling, evaluate
-from .train import ROUTED_ARMS, open_run, run_checkpoints, read_jsonl
+from .artifacts import read_jsonl, run_checkpoints
+from .config import ROUTED_ARMS
+from .train import open_run
 
 # %% ../nbs/07_eval_curve.ipynb #fef51a3d
 def eval_curve(run_dir, *, n_prompts: int = 0, ids=None, seed: int = 12345) -> list[dict]:

@@ -15,7 +15,7 @@ from .pairs import load_pairs
 from .problems import hint_phrase
 from .rewards import MODES, check_mode, grade_many, marker
 from .results import GRID_DIR
-from .train import read_jsonl
+from .artifacts import read_jsonl
 
 # %% ../nbs/92_explorer.ipynb #36d96ab5
 def trace_pairs(mode: str, per_tag: int = 2) -> list:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from .rewards import MODES
-from .train import read_jsonl
+from .artifacts import read_jsonl
 
 # %% ../nbs/90_results.ipynb #c79eb7fe
 @dataclass

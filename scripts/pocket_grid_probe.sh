@@ -6,7 +6,9 @@ for spec in "$@"; do
   name=${spec%%|*}; params=${spec#*|}
   python3 - "$out/$name" $params > "$out/$name.log" 2>&1 <<'PY' &
 import sys, json
-from gradient_quarantine.train import Trainer, resolve_config, read_jsonl
+from gradient_quarantine.artifacts import read_jsonl
+from gradient_quarantine.config import resolve_config
+from gradient_quarantine.train import Trainer
 run_dir, kv = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
 def value(v):
     try: return json.loads(v)

@@ -94,7 +94,7 @@ class Answer:
         entry = {"command": " ".join(cmd[1:]), "gpu": gpu, "start": time.time()}
         with self.lock: self.record["cells"][name] = entry
         if self.dry_run: print("would run:", entry["command"], flush=True); return 0
-        workers = max(2, 2 * (os.cpu_count() or 1) // self.jobs)       # graders per run: one per core each starved a host
+        workers = max(2, 2 * (os.cpu_count() or 1) // self.jobs)   # graders per run: one per core each starved a host
         env = {**os.environ, "OMP_NUM_THREADS": "1", "GQ_GRADE_WORKERS": str(workers),
                **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)})}
         with open(ANSWER_DIR/"logs"/f"{name}.log", "w") as log:
@@ -107,9 +107,10 @@ class Answer:
     def cell(self, name: str, params: dict, gpu: int | None) -> int:
         "Train the cell unless it is complete; then, for a horizon cell, score its checkpoints unless they are scored."
         run = ANSWER_DIR/name
-        executed = any((ANSWER_DIR/f"{name}{suffix}").exists() for suffix in (".ipynb", ".ipynb.gz"))  # .gz: committed
-        rc = 0 if complete(run) and executed else \
-            self.papermill(name, "nbs/05_train.ipynb", ANSWER_DIR/f"{name}.ipynb", {"preset": "pocket", **params}, gpu)
+        notebook = ANSWER_DIR/f"{name}.ipynb"          # the run directory is passed: the kernel cannot see this name
+        executed = notebook.exists() or notebook.with_suffix(".ipynb.gz").exists()          # .gz: committed
+        train = {"preset": "pocket", "run_dir": str(notebook.with_suffix("")), **params}
+        rc = 0 if complete(run) and executed else self.papermill(name, "nbs/05_train.ipynb", notebook, train, gpu)
         if rc == 0 and name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
             rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
                                 {"run_dir": str(run), "ids_file": MONITORING}, gpu)

@@ -101,7 +101,8 @@ class Grid:
         notebook = GRID/f"{name}.ipynb"   # a complete run whose notebook failed after training reruns it (the run itself is skipped)
         done = status.exists() and json.loads(status.read_text()).get("complete") and notebook.exists() \
             and not json.loads(notebook.read_text())["metadata"].get("papermill", {}).get("exception")
-        rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", str(notebook), {"preset": "pocket", **params})
+        train = {"preset": "pocket", "run_dir": str(notebook.with_suffix("")), **params}     # the kernel cannot see the name
+        rc = 0 if done else self.papermill(name, "nbs/05_train.ipynb", str(notebook), train)
         if rc == 0 and self.curves and not (run/"eval_curve.jsonl").exists():
             self.monitoring_ready.wait()
             rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", f"{run}/eval_curve.ipynb",
