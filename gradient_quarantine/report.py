@@ -243,7 +243,8 @@ def _c3(self: Report) -> list[str]:
                    f"{and_join(f'`{n}`' for n in names)} hacks as little as route2b or less, "
                    "so the drop in hacking cannot be credited to the direction: routing and deleting the same mass "
                    "without it suppresses hacking about as well. "
-                   "The prior system saw the same: a random direction and placebo pairs matched the real one.")
+                   "Prior work saw the same ([design](../nbs/design.ipynb)): a random direction and placebo pairs "
+                   "matched the real one.")
     else: out.append(f"*C3 is inconclusive*: {_each(c3)}")
     return out
 
