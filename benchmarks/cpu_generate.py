@@ -62,7 +62,7 @@ def main():
              *[f"| {r['workload']} | {r['knobs']} | {r['plain_s']} | {r['fast_s']} | {r['plain_over_fast']}x | {r['identical_completions']} |" for r in rows],
              "", "- **knobs zero**: `fast_generate` uses the base weights as they are, and gives the same samples as plain `generate`. "
              "**moved**: it merges the knobs into the weights (W + U diag(k) Vh, in fp32), which rounds differently from the unmerged "
-             "knob path in the last bits, so a near-tie can sample differently; the distribution is the same (06a_fastgen's checks)."]
+             "knob path in the last bits, so a near-tie can sample differently; the distribution is the same (04e_fastgen's checks)."]
     out = Path(a.out)
     (out/"cpu_generate.md").write_text("\n".join(lines) + "\n")
     (out/"cpu_generate.json").write_text(json.dumps({"rows": rows, **meta}, indent=1) + "\n")
