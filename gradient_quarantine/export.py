@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 import torch
 from safetensors.torch import save_file
-from .pocket import POCKET_DIR
 from .train import open_run
+from .pocket_problems import POCKET_DIR
 
 # %% ../nbs/05e_export.ipynb #79b3291f
 @torch.no_grad()

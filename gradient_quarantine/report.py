@@ -12,8 +12,7 @@ from fastcore.basics import patch
 from IPython.display import Markdown
 from .config import PRESET_VALUES, resolve_config
 from .pairs import load_pairs
-from .pocket import POCKET_DIR
-from .pocket_problems import FAMILIES, pocket_problems
+from .pocket_problems import POCKET_DIR, FAMILIES, pocket_problems
 from .results import (A5_COLUMNS, ALPHA, ARM_COLUMNS, CLAIM_COLUMNS, REFERENCE_COLUMNS,
                                          REFERENCE_SEEDS, SEEDS, SOLVE_MARGIN, Results, fmt_diff, fmt_stat,
                                          held_out_modes, html_table)
