@@ -30,6 +30,6 @@ fi
 end=$((SECONDS + secs))
 sleep 5
 while [ $SECONDS -lt $end ] && pgrep -f "scripts/run_answer.py" >/dev/null; do sleep 10; done
-python3 scripts/grid_snapshot.py runs/answer "$OUT" .restored
+python3 scripts/grid_snapshot.py runs/answer "$OUT" .restored "h200_*"   # only the horizon gets eval curves
 tail -n 12 runs/answer/logs/answer.out; grep -c "exit 0" runs/answer/logs/answer.out; uptime
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv

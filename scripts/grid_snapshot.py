@@ -7,16 +7,18 @@ OUT/rollouts_N.tar.gz the rollouts logs of complete runs;  OUT/logs.tar.gz the l
 Each file stays under 15 MB; older trainer states and the checkpoints of finished runs are left out (not needed).
 
 Only files changed since the optional STAMP file's time are taken (the committed runs a machine started from are not
-sent back).
+sent back). Only runs whose names match the optional CURVES pattern get an eval curve, so only theirs keep the knob
+checkpoints once complete (default: every run, as in runs/grid).
 
-Usage: python scripts/grid_snapshot.py runs/grid OUT [STAMP]
+Usage: python scripts/grid_snapshot.py runs/grid OUT [STAMP [CURVES]]
 """
-import io, json, sys, tarfile
+import fnmatch, io, json, sys, tarfile
 from pathlib import Path
 
 LIMIT, LOG_TAIL = 14_000_000, 65_536
 runs, out = Path(sys.argv[1]), Path(sys.argv[2])
 since = Path(sys.argv[3]).stat().st_mtime if len(sys.argv) > 3 else 0.0
+curves = sys.argv[4] if len(sys.argv) > 4 else "*"
 out.mkdir(parents=True, exist_ok=True)
 
 def complete(run: Path) -> bool:
@@ -35,7 +37,7 @@ for p in sorted(changed):
     if parts[0] in ("grid_logs", "logs") and p.suffix in (".log", ".out"): logs.append(p)
     elif p.name == "rollouts.jsonl.gz": (rollouts if complete(run) else resume).append(p)
     elif "checkpoints" in parts:
-        if (run/"eval_curve.jsonl").exists(): continue
+        if (run/"eval_curve.jsonl").exists() or complete(run) and not fnmatch.fnmatch(run.name, curves): continue
         if p.name.endswith(".trainer.pt") and (complete(run) or p != latest_trainer(run)): continue
         resume.append(p)
     else: state.append(p)
