@@ -12,7 +12,7 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc',
            'gate_auroc', 'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms',
            'held_out_tests', 'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading',
-           'horizon_figure', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
+           'partial_held_out', 'horizon_figure', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -93,7 +93,7 @@ def seed_counts(n_seeds: int, n_draws: int, rng: np.random.Generator) -> np.ndar
     return np.bincount(drawn.ravel(), minlength=n_draws * n_seeds).reshape(n_draws, n_seeds)
 
 def weighted_means(outcomes: np.ndarray, weights: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    "(n_draws,) means of OUTCOMES (seeds, problems) under problem WEIGHTS (draws, problems), seed COUNTS (draws, seeds)."
+    "(n_draws,) means of OUTCOMES (seeds, problems) under problem WEIGHTS (draws, problems), seed COUNTS (draws, seeds)"
     per_seed = weights @ outcomes.T                                                          # (draws, seeds)
     return (counts * per_seed).sum(1) / (counts.sum(1) * weights.sum(1))
 
@@ -418,7 +418,7 @@ def held_out_tests(runs_dir, n_draws: int = 10_000) -> dict:
 # %% ../nbs/90b_answer.ipynb #163abad0
 def c2_verdict(comparisons: dict, n_seeds: int, needed: int = 10) -> str:
     "The pre-registered C2 rule for one split's COMPARISONS (vanilla, then its matched controls)."
-    if not comparisons: return f"not run ({n_seeds} complete seeds)"
+    if not comparisons: return f"not run ({n_seeds} seeds complete in all its cells)"
     below = all(r["hack_diff"] < 0 and r["hack_p_holm"] < 0.05 for r in comparisons.values())
     equivalent = comparisons["vanilla"]["tost_p_holm"] < 0.05
     reading = ("criteria met" if below and equivalent else "breakage by the rule: below all three, solve not shown "
@@ -448,7 +448,8 @@ def horizon_tests(runs_dir, n_draws: int = 10_000) -> dict:
     seeds = complete_seeds(runs_dir, HORIZON_CELLS)
     seeds = [s for s in seeds if all((Path(runs_dir)/f"{c}_s{s}"/"eval_curve.jsonl").exists() for c in HORIZON_CELLS)]
     if len(seeds) < 2:
-        return {"seeds": seeds, "tests": {}, "gap_at_60": None, "reading": f"not run ({len(seeds)} complete seeds)"}
+        return {"seeds": seeds, "tests": {}, "gap_at_60": None,
+                "reading": f"not run ({len(seeds)} seeds complete in all its cells)"}
     tests = paired_comparisons(runs_dir, seeds, "h200_route2b", ("h200_vanilla", "h200_uniform"), n_draws=n_draws)
     for (o, t), q in holm({(o, t): r[f"{t}_p"] for o, r in tests.items() for t in ("hack", "tost")}).items():
         tests[o][f"{t}_p_holm"] = q
@@ -463,6 +464,19 @@ def horizon_reading(tests: dict, gap: dict, n_seeds: int, needed: int = 5) -> st
     reading = ("prevents within 200 updates" if prevents else "delays" if gap["ci"][1] < 0 and not h1_lower
                else "neither shown")
     return f"not decided ({n_seeds} of {needed} seeds); {reading}" if n_seeds < needed else reading
+
+# %% ../nbs/90b_answer.ipynb #5693be9f
+def partial_held_out(runs_dir, held: dict, n_draws: int = 10_000) -> dict:
+    "Descriptive: per split without tests, route2b against its complete comparison arms on their common seeds."
+    out = {}
+    for split, v in held.items():
+        arms = [a for a in split_arms(split) if len(complete_seeds(runs_dir, (f"route2b_{split}", a))) >= 2]
+        seeds = complete_seeds(runs_dir, (f"route2b_{split}", *arms)) if arms else []
+        if v["comparisons"] or len(seeds) < 2: continue
+        out[split] = {"seeds": seeds, "comparisons": paired_comparisons(runs_dir, seeds, f"route2b_{split}", arms,
+                                                                        v["held_out"], n_draws=n_draws)}
+    return out
+
 
 # %% ../nbs/90b_answer.ipynb #82baff14
 def horizon_figure(runs_dir, seeds, cells=HORIZON_CELLS):
@@ -510,7 +524,7 @@ def answer_record(tests: dict, seeds: list[int], t2: dict, t2_seeds: list[int], 
 
 # %% ../nbs/90b_answer.ipynb #ff1015c3
 def compute_answer(runs_dir, n_draws: int = 10_000) -> tuple[dict, dict]:
-    "The three tranches from the complete runs in RUNS_DIR: the results record (results/answer.json), tranche 2's tests."
+    "The three tranches from the complete runs in RUNS_DIR: the results record (results/answer.json), tranche 2's tests"
     seeds = complete_seeds(runs_dir)
     t2_seeds = complete_seeds(runs_dir, (*TRANCHE2_CELLS, "random_v", "uniform"))
     t2 = tranche2_tests(runs_dir, t2_seeds, n_draws)
