@@ -34,10 +34,11 @@ def caption(kind: str, n: int, text: str) -> Markdown:
     "A numbered caption as the paper and the blog print them: **Figure n.** or **Table n.**, then `text`."
     return Markdown(f"**{kind} {n}.** {text}")
 
-ARM_KEY = ("`vanilla` is plain GRPO; `route2b` the quarantine method; `random_v` a random direction that routes as much; "
-           "`uniform` an even split of the same amount; `frozen` the quarantine method with its direction read once, at "
-           "the start; `gt_only` training on prompts without a loophole. `/rollout` and `/token` say whether the split "
-           "is decided per answer or per token, and `pairs=` names the loophole types the examples came from.")
+ARM_KEY = ("`vanilla` is plain GRPO; `route2b` the quarantine method; `random_v` a random direction that routes "
+           "as much; `uniform` an even split of the same amount; `frozen` the quarantine method with its direction "
+           "read once, at the start; `gt_only` training on prompts without a loophole. `/rollout` and `/token` say "
+           "whether the split is decided per answer or per token, and `pairs=` names the loophole types the examples "
+           "came from.")
 
 # %% ../nbs/93_report.ipynb #5846979a
 def affects(cell: str, g: str) -> list:
@@ -440,8 +441,9 @@ def cells_table(self: Report, n: int) -> list:
 def claims_table(self: Report, n: int) -> list:
     "Table `n`: one row per comparison of the claims, with its caption."
     return [caption("Table", n, "The first grid's claims, one comparison per row: the paired difference of deploy hack "
-                    "(the first arm minus the second, mean ± SEM over the seeds both have), the deploy solve difference "
-                    f"against vanilla, the test and the verdict (α = {ALPHA}, no correction for multiple comparisons)."),
+                    "(the first arm minus the second, mean ± SEM over the seeds both have), the deploy solve "
+                    f"difference against vanilla, the test and the verdict (α = {ALPHA}, no correction for multiple "
+                    "comparisons)."),
             html_table(self.claims, CLAIM_COLUMNS)]
 
 @patch

@@ -84,7 +84,8 @@ def strip_directives(source: str) -> str:
 def _off(d, *keys): return any(str(d.get(k, "")).lower() == "false" for k in keys)
 
 def prepare_notebook(nb) -> "nbformat.NotebookNode":
-    "A copy of `nb` as the site shows it: hidden cells dropped, directives stripped, plotly outputs made offline, footnotes resolved."
+    """A copy of `nb` as the site shows it: hidden cells dropped, directives stripped, plotly outputs made offline,
+    footnotes resolved."""
     nb, cells, ids = copy.deepcopy(nb), [], itertools.count(1)
     for cell in nb.cells:
         if cell.cell_type == "raw" and cell.source.lstrip().startswith("---"): continue    # Quarto front matter
@@ -330,7 +331,7 @@ def plotly_js() -> Path:
 def site_css() -> str:
     "The stylesheet of every page: layout, navigation, notebook cells, pygments highlighting."
     from pygments.formatters import HtmlFormatter
-    return _CSS + HtmlFormatter(style="default").get_style_defs(".highlight")
+    return _CSS + _MENU_CSS + HtmlFormatter(style="default").get_style_defs(".highlight")
 
 _CSS = """
 *{box-sizing:border-box}
@@ -340,13 +341,6 @@ a{color:#2780e3;text-decoration:none} a:hover{text-decoration:underline}
 .navbar a{color:#fff} .navbar .brand{font-weight:600;font-size:1.15rem}
  .navbar ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0}
 .navbar .nav-right{margin-left:auto} .navbar a.active{text-decoration:underline}
-.nav-links{display:flex;flex:1 1 auto;flex-wrap:wrap;align-items:center;gap:.4rem 1.5rem}
- .menu-toggle{display:none;margin-left:auto;font:inherit;color:#fff;background:none;border:1px solid #fff;
- border-radius:4px;padding:.2rem .7rem;cursor:pointer}
-@media (max-width:700px){.menu-toggle{display:block}.nav-links{display:none;flex-basis:100%;flex-direction:column;
- align-items:flex-start}.navbar.open .nav-links{display:flex}.navbar ul{flex-direction:column;gap:.3rem}
- .navbar .nav-right{margin-left:0}}
-sup.fnref{line-height:0} .fnback{margin-left:.2rem}
 .layout{display:flex;align-items:flex-start;max-width:1400px;margin:0 auto}
 .sidebar{flex:0 0 240px;padding:1rem;position:sticky;top:3.2rem;max-height:calc(100vh - 3.2rem);overflow:auto;font-size:.9rem}
 .sidebar ul{list-style:none;padding-left:.8rem;margin:.2rem 0} .sidebar>ul{padding-left:0}
@@ -372,7 +366,7 @@ th,td{border:1px solid #dee2e6;padding:.3rem .6rem}
 .source{font-size:.85rem;color:#555} pre{position:relative}
  button.copy{position:absolute;top:.3rem;right:.3rem;font-size:.7rem;
  padding:.1rem .4rem;border:1px solid #ccc;border-radius:3px;background:#fff;color:#555;cursor:pointer}
-@media print{.menu-toggle,.navbar,.sidebar,.toc,.anchor-link,.pdf-link,.pager,.source,button.copy{display:none}
+@media print{.navbar,.sidebar,.toc,.anchor-link,.pdf-link,.pager,.source,button.copy{display:none}
  table{font-size:9pt}.layout{display:block}.content{max-width:none;padding:0}
  body{font-size:11pt}h2,h3{break-after:avoid}table,.plotly-graph-div,.output_area img{break-inside:avoid}}
 blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:#555}
@@ -380,6 +374,17 @@ blockquote{margin:1rem 0;padding:.2rem 1rem;border-left:4px solid #dee2e6;color:
 .anchor-link{visibility:hidden;margin-left:.3rem;font-size:.8em}
  h1:hover .anchor-link,h2:hover .anchor-link,h3:hover .anchor-link{visibility:visible}
 .output_html{overflow-x:auto} img{max-width:100%}
+"""
+
+# %% ../nbs/91_site.ipynb #d87fad79
+_MENU_CSS = """
+.nav-links{display:flex;flex:1 1 auto;flex-wrap:wrap;align-items:center;gap:.4rem 1.5rem}
+ .menu-toggle{display:none;margin-left:auto;font:inherit;color:#fff;background:none;border:1px solid #fff;
+ border-radius:4px;padding:.2rem .7rem;cursor:pointer}
+@media (max-width:700px){.menu-toggle{display:block}.nav-links{display:none;flex-basis:100%;flex-direction:column;
+ align-items:flex-start}.navbar.open .nav-links{display:flex}.navbar ul{flex-direction:column;gap:.3rem}
+ .navbar .nav-right{margin-left:0}}
+sup.fnref{line-height:0} .fnback{margin-left:.2rem}
 """
 
 # %% ../nbs/91_site.ipynb #73c298d8
@@ -724,7 +729,8 @@ def _check_pages(out, pages, shots, timeout_ms, width) -> dict:
 def check_pages(out, pages=None, screenshots=None, timeout_ms: int = 20_000, width: int = 1280) -> dict:
     """Open each built page (paths relative to `out`, default: every .html) in headless Chromium, WIDTH px wide;
     {page: {'errors', 'external', 'plots', 'drawn', 'math', 'raw_tex', 'local_paths', 'outside_refs', 'sideways', 'cut',
-    'captions', 'tables', 'menu', 'screenshot'}}: 'math' counts typeset formulas, 'raw_tex' lists text outside code that still looks like TeX,
+    'captions', 'tables', 'menu', 'screenshot'}}: 'math' counts typeset formulas, 'raw_tex' lists text outside code
+    that still looks like TeX,
     'local_paths' paths of this machine shown in prose or outputs, 'outside_refs' references to documents that are not
     in the repository, 'sideways' how many px the page scrolls sideways, 'cut' the tables, code, images and figures that
     stick out of the column without scrolling, 'captions' the 'Figure N'/'Table N' that open a paragraph in bold,
