@@ -393,10 +393,13 @@ def _curve_panel(self: Results, fig, cell: str, row: int, shown: set):
 
 # %% ../nbs/90_results.ipynb #ccec9e47
 def curves_figure(self: Results, groups: dict | None = None, title: str = ""):
-    "Small multiples: one row per arm group (`curve_groups`), hack and solve against updates, one shared legend."
+    "Small multiples: a row per arm group (`curve_groups`) that has a new arm's curve, hack and solve, one legend."
     from plotly.subplots import make_subplots
-    groups = {g: [c for c in cells if self._has_curve(c)] for g, cells in (groups or self.curve_groups()).items()}
-    groups = {g: cells for g, cells in groups.items() if cells}
+    kept, drawn = {}, set()
+    for g, cells in (groups or self.curve_groups()).items():
+        have = [c for c in cells if self._has_curve(c)]
+        if set(have) - drawn: kept[g] = have; drawn |= set(have)          # a row that adds no arm is left out
+    groups = kept
     titles = [f"{g}: {k}" for g in groups for k in ("hack", "solve")]
     fig = make_subplots(rows=len(groups), cols=2, shared_xaxes=True, vertical_spacing=0.3 / max(len(groups), 1),
                         horizontal_spacing=0.12, subplot_titles=titles)
