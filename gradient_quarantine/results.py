@@ -361,7 +361,7 @@ def curve_groups(self: Results) -> dict:
     return {"main arms": ["vanilla", "route2b/rollout", "route2b/token"],
             "controls, per rollout": ["vanilla", "route2b/rollout", "random_v/rollout", "uniform/rollout"],
             "controls, per token": ["vanilla", "route2b/token", "random_v/token", "uniform/token"],
-            "ablation and reference": ["vanilla", f"route2b/{self.granularity}", f"route2b/{self.granularity}/frozen",
+            "ablation, reference": ["vanilla", f"route2b/{self.granularity}", f"route2b/{self.granularity}/frozen",
                                        "gt_only"]}
 
 def _has_curve(self: Results, cell: str) -> bool: return any(r.curve for r in self.cells.get(cell, {}).values())
@@ -402,11 +402,11 @@ def curves_figure(self: Results, groups: dict | None = None, title: str = ""):
     groups = kept
     titles = [f"{g}: {k}" for g in groups for k in ("hack", "solve")]
     fig = make_subplots(rows=len(groups), cols=2, shared_xaxes=True, vertical_spacing=0.3 / max(len(groups), 1),
-                        horizontal_spacing=0.12, subplot_titles=titles)
+                        horizontal_spacing=0.17, subplot_titles=titles)
     shown = set()
     for row, cells in enumerate(groups.values(), 1):
         for cell in cells: _curve_panel(self, fig, cell, row, shown)
-        fig.update_yaxes(title_text="deploy hack rate", rangemode="tozero", row=row, col=1)
+        fig.update_yaxes(title_text="hack rate", rangemode="tozero", row=row, col=1)
         fig.update_yaxes(title_text="solve rate", rangemode="tozero", row=row, col=2)
     fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color="#888", dash="dot"),
                     name="as trained (quarantine on)")

@@ -104,7 +104,7 @@ def prepare_notebook(nb) -> "nbformat.NotebookNode":
 
 # %% ../nbs/91_site.ipynb #d24dcce2
 _FN_DEF = re.compile(r"^\[\^([\w-]+)\]:[ \t]+(.*(?:\n[ \t]{2,}\S.*)*)\n?", re.M)
-_FN_REF = re.compile(r"\[\^([\w-]+)\](?!:)")
+_FN_REF = re.compile(r"\[\^([\w-]+)\]")                # definitions are gone by then
 
 def _markdown_texts(nb):
     "(holder, key) of every markdown text of `nb`, in page order: markdown cells, then each cell's markdown outputs."
