@@ -8,7 +8,7 @@ __all__ = ['GRID_DIR', 'SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', '
            'read_eval', 'load_run', 'load_runs', 'cell_of', 'held_out_modes', 'expected_cells', 'mean_sem',
            'incomplete_beta', 't_two_sided_p', 'paired_test', 'Results', 'metric_mean', 'arm_rows', 'main_cells',
            'table_a2', 'table_a3', 'table_a5', 'references', 'verdict', 'claims', 'fmt_stat', 'fmt_diff', 'html_table',
-           'curve_stats', 'curves_figure', 'tradeoff_figure', 'tables']
+           'curve_stats', 'curve_groups', 'curves_figure', 'tradeoff_figure', 'tables']
 
 # %% ../nbs/90_results.ipynb #b1dd797e
 import gzip, json, math, statistics
@@ -350,43 +350,85 @@ def curve_stats(self: Results, cell: str, state: str, key: str) -> tuple[list, l
     stats = [mean_sem(by_update[u]) for u in us]
     return us, [s[0] for s in stats], [s[1] for s in stats], [s[2] for s in stats]
 
-PALETTE = {"vanilla": "#444444", "route2b/rollout": "#1f77b4", "route2b/token": "#17becf", "random_v/rollout": "#ff7f0e", "uniform/rollout": "#9467bd",
-           "random_v/token": "#d62728", "uniform/token": "#e377c2", "gt_only": "#2ca02c"}
+PALETTE = {"vanilla": "#444444", "route2b/rollout": "#1f77b4", "route2b/token": "#17becf",
+           "random_v/rollout": "#ff7f0e", "uniform/rollout": "#9467bd", "random_v/token": "#d62728",
+           "uniform/token": "#e377c2", "gt_only": "#2ca02c"}
 
 def _color(cell: str) -> str: return PALETTE.get(cell, PALETTE.get(cell.split("/")[0], "#8c564b"))
 
-def curves_figure(self: Results, cells=None, title: str = "A1: deploy hack and solve vs updates"):
-    "Plotly figure: hack (left) and solve (right) vs updates per cell, mean ± SEM band; routed arms deployed (solid) and as trained (dotted)."
+def curve_groups(self: Results) -> dict:
+    "A1's rows: the method against vanilla, the controls at each granularity, the ablation and the reference."
+    return {"main arms": ["vanilla", "route2b/rollout", "route2b/token"],
+            "controls, per rollout": ["vanilla", "route2b/rollout", "random_v/rollout", "uniform/rollout"],
+            "controls, per token": ["vanilla", "route2b/token", "random_v/token", "uniform/token"],
+            "ablation, reference": ["vanilla", f"route2b/{self.granularity}", f"route2b/{self.granularity}/frozen",
+                                       "gt_only"]}
+
+def _has_curve(self: Results, cell: str) -> bool: return any(r.curve for r in self.cells.get(cell, {}).values())
+
+Results.curve_groups, Results._has_curve = curve_groups, _has_curve
+
+# %% ../nbs/90_results.ipynb #5da2d96b
+def _band(fig, us, m, s, color, name, row, col):
+    "A ±1 SEM band around mean `m`, drawn behind its line."
+    lo = [a - (b if math.isfinite(b) else 0) for a, b in zip(m, s)]
+    hi = [a + (b if math.isfinite(b) else 0) for a, b in zip(m, s)]
+    fig.add_scatter(x=us + us[::-1], y=hi + lo[::-1], fill="toself", fillcolor=color, opacity=0.15,
+                    line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=name, row=row, col=col)
+
+def _curve_panel(self: Results, fig, cell: str, row: int, shown: set):
+    "One cell's hack (left) and solve (right) curves in row `row`: deployed solid, as trained dotted; legend once."
+    runs = self.cells[cell].values()
+    states = ("deploy", "trained") if any(x["state"] == "trained" for r in runs for x in r.curve) else ("deploy",)
+    for state in states:
+        for col, key in ((1, "hack"), (2, "solve")):
+            us, m, s, n = curve_stats(self, cell, state, key)
+            if not us: continue
+            _band(fig, us, m, s, _color(cell), cell, row, col)
+            line = dict(color=_color(cell), dash="dot" if state == "trained" else "solid")
+            fig.add_scatter(x=us, y=m, name=cell, legendgroup=cell, showlegend=cell not in shown, mode="lines+markers",
+                            marker=dict(size=4), line=line, customdata=n, row=row, col=col,
+                            hovertemplate=f"{cell} ({state}) update %{{x}}: %{{y:.3f}} (n=%{{customdata}})")
+            shown.add(cell)
+
+# %% ../nbs/90_results.ipynb #ccec9e47
+def curves_figure(self: Results, groups: dict | None = None, title: str = ""):
+    "Small multiples: a row per arm group (`curve_groups`) that has a new arm's curve, hack and solve, one legend."
     from plotly.subplots import make_subplots
-    cells = [c for c in (cells or self.main_cells()) if self.cells.get(c)]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("deploy hack rate", "solve rate"), horizontal_spacing=0.08)
-    for cell in cells:
-        states = ("deploy", "trained") if any(row["state"] == "trained" for r in self.cells[cell].values() for row in r.curve) else ("deploy",)
-        for state in states:
-            for col, key in ((1, "hack"), (2, "solve")):
-                us, m, s, n = curve_stats(self, cell, state, key)
-                if not us: continue
-                name = f"{cell} ({'quarantine on' if state == 'trained' else 'deployed'})"
-                lo = [a - (b if math.isfinite(b) else 0) for a, b in zip(m, s)]; hi = [a + (b if math.isfinite(b) else 0) for a, b in zip(m, s)]
-                fig.add_scatter(x=us + us[::-1], y=hi + lo[::-1], fill="toself", fillcolor=_color(cell), opacity=0.15, line=dict(width=0),
-                                hoverinfo="skip", showlegend=False, legendgroup=name, row=1, col=col)
-                fig.add_scatter(x=us, y=m, name=name, legendgroup=name, showlegend=col == 1, mode="lines+markers",
-                                line=dict(color=_color(cell), dash="dot" if state == "trained" else "solid"),
-                                customdata=n, hovertemplate="update %{x}: %{y:.3f} (n=%{customdata})", row=1, col=col)
-    fig.update_xaxes(title_text="optimizer updates completed")
-    fig.update_yaxes(rangemode="tozero")
-    fig.update_layout(title=title, height=420, margin=dict(t=70), legend=dict(orientation="h", y=-0.25))
+    kept, drawn = {}, set()
+    for g, cells in (groups or self.curve_groups()).items():
+        have = [c for c in cells if self._has_curve(c)]
+        if set(have) - drawn: kept[g] = have; drawn |= set(have)          # a row that adds no arm is left out
+    groups = kept
+    titles = [f"{g}: {k}" for g in groups for k in ("hack", "solve")]
+    fig = make_subplots(rows=len(groups), cols=2, shared_xaxes=True, vertical_spacing=0.3 / max(len(groups), 1),
+                        horizontal_spacing=0.17, subplot_titles=titles)
+    shown = set()
+    for row, cells in enumerate(groups.values(), 1):
+        for cell in cells: _curve_panel(self, fig, cell, row, shown)
+        fig.update_yaxes(title_text="hack rate", rangemode="tozero", row=row, col=1)
+        fig.update_yaxes(title_text="solve rate", rangemode="tozero", row=row, col=2)
+    fig.add_scatter(x=[None], y=[None], mode="lines", line=dict(color="#888", dash="dot"),
+                    name="as trained (quarantine on)")
+    fig.update_xaxes(title_text="updates", row=len(groups))
+    fig.update_annotations(font_size=12)
+    fig.update_layout(title=title or None, height=120 + 230 * len(groups),
+                      margin=dict(t=40 if title else 10, l=60, r=10),
+                      legend=dict(orientation="h", x=0, y=1.02, yanchor="bottom", font_size=11))
     return fig
 
-def tradeoff_figure(self: Results, cells=None, title: str = "Final deploy hack vs solve, one point per seed"):
-    "Plotly scatter of the final deploy evaluation: solve (x) against hack (y), per seed, per cell; the matched-solve picture of C1."
+# %% ../nbs/90_results.ipynb #e235ccbf
+def tradeoff_figure(self: Results, cells=None, title: str = ""):
+    "Plotly scatter of the final deploy evaluation: solve (x) against hack (y), per seed, per cell (C1's picture)."
     import plotly.graph_objects as go
     fig = go.Figure()
     for cell in [c for c in (cells or self.main_cells()) if self.cells.get(c)]:
         runs = sorted(self.cells[cell].values(), key=lambda r: r.seed)
-        fig.add_scatter(x=[r.deploy["solve"] for r in runs], y=[r.deploy["hack"] for r in runs], mode="markers", name=cell,
-                        marker=dict(color=_color(cell), size=9), text=[f"seed {r.seed}" for r in runs], hovertemplate="%{text}: solve %{x:.3f}, hack %{y:.3f}")
-    fig.update_layout(title=title, xaxis_title="deploy solve rate", yaxis_title="deploy hack rate", height=400)
+        fig.add_scatter(x=[r.deploy["solve"] for r in runs], y=[r.deploy["hack"] for r in runs], mode="markers",
+                        name=cell, marker=dict(color=_color(cell), size=9), text=[f"seed {r.seed}" for r in runs],
+                        hovertemplate="%{text}: solve %{x:.3f}, hack %{y:.3f}")
+    fig.update_layout(title=title or None, xaxis_title="deploy solve rate", yaxis_title="deploy hack rate", height=400,
+                      margin=dict(t=40 if not title else 70, l=60, r=10))
     return fig
 
 Results.curves_figure, Results.tradeoff_figure = curves_figure, tradeoff_figure
