@@ -87,558 +87,6 @@ def _signed(r):
     lo, hi = r.choice(((-9, -1), (1, 9), (-9, 9)))
     return _ints(r, lo, hi, 1, 7)
 
-# %% ../nbs/01c_pocket_problems.ipynb #5589b0ae
-_EASY = [
-    Family("sum_above", "easy", ("sumAbove", "thresholdSum", "filteredSum", "sumOver"),
-           (("k", (-2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9)), ("op", (">", ">="))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the sum of its elements that are $w $k. Return 0 if there are none.",
-           "return sum(x for x in $nums if x $op $k)",
-           ("return sum(x for x in $nums if x $flip $k)",
-            "return len([x for x in $nums if x $op $k])",
-            "total = 0\nfor x in $nums:\n    if x $op $k:\n        total = x\nreturn total"),
-           ref=lambda c, a: sum(x for x in a if _cmp(c["op"], x, c["k"])),
-           gen=lambda r, c: (_ints(r, c["k"] - 5, c["k"] + 6, 1, 7),), edges=lambda c: [([],)],
-           env=lambda c: {"w": _CMP_WORDS[c["op"]], "flip": _FLIP[c["op"]]}),
-    Family("count_char", "easy", ("countChar", "charCount", "countOccurrences", "occurrences"),
-           (("target", tuple("abcdefgh")), ("t", ("str", "list"))), (("s", "$names", "$T"),), "int",
-           "Given a $noun $s, return how many times the character $q appears in it.",
-           "count = 0\nfor ch in $s:\n    if ch == $q:\n        count += 1\nreturn count",
-           ("count = 0\nfor i in range(1, len($s)):\n    if $s[i] == $q:\n        count += 1\nreturn count",
-            "count = 0\nfor ch in $s:\n    if ch == $q:\n        count += 1\n    return count",
-            "count = 0\nfor ch in $s:\n    if ch == $q:\n        count = 1\nreturn count"),
-           ref=lambda c, s: list(s).count(c["target"]),
-           gen=lambda r, c: (_as_type(c, _text(r, "abcdefgh" + c["target"] * 4, 1, 9)),),
-           edges=lambda c: [(_as_type(c, ""),)],
-           env=lambda c: {"q": repr(c["target"]), "T": "str" if c["t"] == "str" else "List[str]",
-                          "noun": "string" if c["t"] == "str" else "list of one-character strings",
-                          "names": "s text word" if c["t"] == "str" else "chars letters items"}),
-    Family("extreme_or_default", "easy",
-           lambda c: ("largest", "maxValue", "findMax", "biggest") if c["f"] == "max" else ("smallest", "minValue", "findMin", "lowest"),
-           (("f", ("max", "min")), ("d", (-1, 0, 100))), (_NUMS,), "int",
-           "Given a list of integers $nums, return its $word element. If $nums is empty, return $d.",
-           "if not $nums:\n    return $d\nreturn $f($nums)",
-           ("return $f($nums)",
-            "best = 0\nfor x in $nums:\n    if x $gt best:\n        best = x\nreturn best",
-            "if not $nums:\n    return $d\nreturn sorted($nums)[$bad]"),
-           ref=lambda c, a: (max if c["f"] == "max" else min)(a) if a else c["d"],
-           gen=lambda r, c: (_signed(r),), edges=lambda c: [([],)],
-           env=lambda c: {"word": "largest" if c["f"] == "max" else "smallest", "gt": ">" if c["f"] == "max" else "<",
-                          "bad": "0" if c["f"] == "max" else "-1"}),
-    Family("count_divisible", "easy", ("countDivisible", "countMultiples", "divisibleCount", "numMultiples"),
-           (("k", tuple(range(2, 10))),), (_NUMS,), "int",
-           "Given a list of positive integers $nums, return how many of its elements are divisible by $k.",
-           "return sum(1 for x in $nums if x % $k == 0)",
-           ("return sum(1 for x in $nums if x % $k)",
-            "return sum(1 for x in $nums if $k % x == 0)",
-            "count = 0\nfor i in range(1, len($nums)):\n    if $nums[i] % $k == 0:\n        count += 1\nreturn count"),
-           ref=lambda c, a: sum(1 for x in a if x % c["k"] == 0),
-           gen=lambda r, c: ([r.randint(1, 30) if r.random() < 0.6 else c["k"] * r.randint(1, 4) for _ in range(r.randint(1, 8))],),
-           edges=lambda c: [([],)]),
-    Family("repeat_chars", "easy", ("repeatChars", "stretch", "repeatEach", "echoLetters"),
-           (("k", (2, 3, 4, 5)),), (_TEXT,), "str",
-           "Given a string $s, return a new string in which every character of $s is repeated $k times in a row.",
-           "return ''.join(ch * $k for ch in $s)",
-           ("return $s * $k",
-            "return ''.join(ch + ch * $k for ch in $s)",
-            "out = ''\nfor ch in $s:\n    out = ch * $k\nreturn out"),
-           ref=lambda c, s: "".join(ch * c["k"] for ch in s),
-           gen=lambda r, c: (_text(r, "abcdefghij", 1, 5),), edges=lambda c: [("",)]),
-    Family("affine_map", "easy", ("transform", "scaleShift", "mapValues", "adjust"),
-           (("k", (2, 3, 4, 5)), ("b", (1, 2, 3, 4, 5, 6))), (_NUMS,), _LI,
-           "Given a list of integers $nums, return a new list in which every element is first multiplied by $k and then increased by $b.",
-           "return [x * $k + $b for x in $nums]",
-           ("return [(x + $b) * $k for x in $nums]",
-            "return [x * $k for x in $nums]",
-            "for x in $nums:\n    x = x * $k + $b\nreturn $nums"),
-           ref=lambda c, a: [x * c["k"] + c["b"] for x in a],
-           gen=lambda r, c: (_ints(r, -5, 9, 1, 6),), edges=lambda c: [([],)]),
-    Family("count_long_words", "easy", ("countLongWords", "countWords", "wordsWithLength", "lengthCount"),
-           (("L", (2, 3, 4, 5, 6)), ("op", (">=", ">", "=="))), (_SENT,), "int",
-           "Given a string $s of lowercase words separated by single spaces, return how many of its words have $w.",
-           "return sum(1 for w in $s.split() if len(w) $op $L)",
-           ("return sum(1 for w in $s.split() if len(w) $flip $L)",
-            "return sum(1 for w in $s if len(w) $op $L)",
-            "words = $s.split()\nreturn sum(1 for i in range(1, len(words)) if len(words[i]) $op $L)"),
-           ref=lambda c, s: sum(1 for w in s.split() if _cmp(c["op"], len(w), c["L"])),
-           gen=lambda r, c: (_sentence(r, 1, 6),),
-           edges=lambda c: [(next(w for w in _VOCAB if len(w) == c["L"]),)],
-           env=lambda c: {"w": {">=": "at least", ">": "more than", "==": "exactly"}[c["op"]] + f" {c['L']} letters",
-                          "flip": _FLIP[c["op"]]}),
-    Family("slice_sum", "easy",
-           lambda c: ("sumFirst", "headSum", "prefixTotal") if c["which"] == "first" else ("sumLast", "tailSum", "suffixTotal"),
-           (("which", ("first", "last")), ("k", (2, 3, 4, 5))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the sum of its $which $k elements, or of all its elements if it has fewer than $k.",
-           "return sum($nums[$good])",
-           ("return sum($nums[$bad1])", "return sum($nums[$bad2])",
-            "total = 0\nfor i in range($k):\n    total += $nums[$idx]\nreturn total"),
-           ref=lambda c, a: sum(a[:c["k"]] if c["which"] == "first" else a[-c["k"]:]),
-           gen=lambda r, c: (_ints(r, -5, 9, 0, 8),), edges=lambda c: [([],), (list(range(1, c["k"])),)],
-           env=lambda c: ({"good": f":{c['k']}", "bad1": f"{c['k']}:", "bad2": f":{c['k'] - 1}", "idx": "i"}
-                          if c["which"] == "first" else
-                          {"good": f"-{c['k']}:", "bad1": f":-{c['k']}", "bad2": f"-{c['k'] - 1}:", "idx": "-i"})),
-    Family("remainder_filter", "easy", ("filterRemainder", "selectByRemainder", "keepMatching", "pickValues"),
-           (("m", (2, 3, 4, 5)), ("r", (0, 1, 2, 3, 4))), (_NUMS,), _LI,
-           "Given a list of non-negative integers $nums, return, in their original order, the elements that leave remainder $r when divided by $m.",
-           "return [x for x in $nums if x % $m == $r]",
-           ("return [x for x in $nums if x // $m == $r]",
-            "return [i for i, x in enumerate($nums) if x % $m == $r]",
-            "return sorted(x for x in $nums if x % $m == $r)"),
-           ref=lambda c, a: [x for x in a if x % c["m"] == c["r"]],
-           gen=lambda r, c: (_ints(r, 0, 20, 1, 8),), edges=lambda c: [([],)], ok=lambda c: c["r"] < c["m"]),
-    Family("count_in_set", "easy", ("countLetters", "countMatching", "countFrom", "countSpecial"),
-           (("letters", ("aei", "aeiou", "xyz", "abc", "rst", "mno", "ou", "aeo", "lmn", "pqr")),), (_TEXT,), "int",
-           "Given a string $s, return how many of its characters are one of the letters in $q.",
-           "return sum(1 for ch in $s if ch in $q)",
-           ("return $s.count($q)",
-            "return len(set(ch for ch in $s if ch in $q))",
-            "count = 0\nfor ch in $q:\n    if ch in $s:\n        count += 1\nreturn count"),
-           ref=lambda c, s: sum(1 for ch in s if ch in c["letters"]),
-           gen=lambda r, c: (_text(r, c["letters"] * 3 + "bcdfghjklmnpqrstvwxyz", 1, 9),), edges=lambda c: [("",)],
-           env=lambda c: {"q": repr(c["letters"])}),
-    Family("upper_edge", "easy",
-           lambda c: ("capitalizeStart", "upperPrefix", "raiseFirst") if c["which"] == "first" else ("capitalizeEnd", "upperSuffix", "raiseLast"),
-           (("which", ("first", "last")), ("k", (1, 2, 3, 4))), (("s", "s text word", "str"),), "str",
-           "Given a lowercase string $s, return it with its $which $chars changed to upper case (all of it if it is shorter).",
-           "$good", ("$bad1", "$bad2", "return $s.upper()"),
-           ref=lambda c, s: s[:c["k"]].upper() + s[c["k"]:] if c["which"] == "first" else s[:-c["k"]] + s[-c["k"]:].upper(),
-           gen=lambda r, c: (_text(r, "abcdefghijklmnop", 2, 8),), edges=lambda c: [("",)],
-           env=lambda c: {"chars": _plural(c["k"], "character")} | (
-               {"good": f"return $s[:{c['k']}].upper() + $s[{c['k']}:]", "bad1": f"return $s[:{c['k']}].upper()",
-                "bad2": f"return $s[:{c['k']}].upper() + $s[{c['k'] + 1}:]"} if c["which"] == "first" else
-               {"good": f"return $s[:-{c['k']}] + $s[-{c['k']}:].upper()", "bad1": f"return $s[-{c['k']}:].upper()",
-                "bad2": f"return $s[:-{c['k']}] + $s[-{c['k'] + 1}:].upper()"})),
-    Family("clamp", "easy", ("clampAll", "clipValues", "boundValues", "clamp"),
-           (("lo", (0, 1, 2, 3, 4)), ("hi", (5, 6, 7, 8, 9, 10))), (_NUMS,), _LI,
-           "Given a list of integers $nums, return a new list in which every element smaller than $lo is replaced by $lo and every element larger than $hi is replaced by $hi.",
-           "return [min(max(x, $lo), $hi) for x in $nums]",
-           ("return [max(min(x, $lo), $hi) for x in $nums]",
-            "return [x for x in $nums if $lo <= x <= $hi]",
-            "return [max(x, $lo) for x in $nums]"),
-           ref=lambda c, a: [min(max(x, c["lo"]), c["hi"]) for x in a],
-           gen=lambda r, c: (_ints(r, c["lo"] - 5, c["hi"] + 5, 1, 7),), edges=lambda c: [([],)]),
-]
-
-def _as_type(c: dict, s: str): return s if c["t"] == "str" else list(s)
-
-# %% ../nbs/01c_pocket_problems.ipynb #3eb2b294
-def _chunks(c, a, b):
-    x, y = (a, b) if c["order"] == "ab" else (b, a)
-    k = c["k"]
-    return "".join(x[i:i + k] + y[i:i + k] for i in range(0, max(len(x), len(y)), k))
-
-def _fizz(c, n):
-    w1, w2 = c["wd"].split()
-    return [((w1 if i % c["a"] == 0 else "") + (w2 if i % c["b"] == 0 else "")) or str(i) for i in range(1, n + 1)]
-
-def _diag(c, g):
-    n = len(g)
-    main, anti = sum(g[i][i] for i in range(n)), sum(g[i][n - 1 - i] for i in range(n))
-    return {"main": main, "anti": anti, "both": main + anti - (g[n // 2][n // 2] if n % 2 else 0)}[c["which"]]
-
-def _counts(a):
-    out = {}
-    for x in a: out[x] = out.get(x, 0) + 1
-    return out
-
-def _rotate(c, a):
-    if not a: return []
-    k = c["k"] % len(a) if c["which"] == "left" else -c["k"] % len(a)
-    return a[k:] + a[:k]
-
-def _index_of(c, a):
-    idx = [i for i, x in enumerate(a) if _cmp(c["op"], x, c["k"])]
-    return (idx[0] if c["which"] == "first" else idx[-1]) if idx else -1
-
-_DIAG = {
-    "main": ("the sum of the elements on its main diagonal (from the top-left to the bottom-right corner)",
-             "return sum($grid[i][i] for i in range(len($grid)))",
-             ("return sum($grid[0])", "return sum($grid[i][i] for i in range(len($grid) - 1))",
-              "n = len($grid)\nreturn sum($grid[i][n - 1 - i] for i in range(n))")),
-    "anti": ("the sum of the elements on its anti-diagonal (from the top-right to the bottom-left corner)",
-             "n = len($grid)\nreturn sum($grid[i][n - 1 - i] for i in range(n))",
-             ("n = len($grid)\nreturn sum($grid[i][n - i] for i in range(n))",
-              "return sum($grid[i][i] for i in range(len($grid)))", "return sum(row[-1] for row in $grid)")),
-    "both": ("the sum of the elements on its two diagonals; when n is odd the centre element lies on both but counts once",
-             "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\nif n % 2 == 1:\n    total -= $grid[n // 2][n // 2]\nreturn total",
-             ("n = len($grid)\nreturn sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))",
-              "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\nif n % 2 == 0:\n    total -= $grid[n // 2][n // 2]\nreturn total",
-              "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\ntotal -= $grid[n // 2][n // 2]\nreturn total"))}
-
-_MEDIUM = [
-    Family("running_total", "medium", ("runningTotal", "prefixSums", "cumulative", "runningSum"),
-           (("start", (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9)),), (_NUMS,), _LI,
-           "Given a list of integers $nums, return its running totals starting from $start: the i-th value of the answer is $start plus the sum of the first i + 1 elements of $nums.",
-           "total = $start\nout = []\nfor x in $nums:\n    total += x\n    out.append(total)\nreturn out",
-           ("total = $start\nout = []\nfor x in $nums:\n    out.append(total)\n    total += x\nreturn out",
-            "total = 0\nout = []\nfor x in $nums:\n    total += x\n    out.append(total)\nreturn out",
-            "out = []\nfor x in $nums:\n    out.append(x + $start)\nreturn out"),
-           ref=lambda c, a: [c["start"] + sum(a[:i + 1]) for i in range(len(a))],
-           gen=lambda r, c: (_ints(r, -5, 9, 1, 6),), edges=lambda c: [([],)]),
-    Family("kth_distinct", "medium",
-           lambda c: ("kthLargest", "largestDistinct", "topDistinct") if c["which"] == "largest" else ("kthSmallest", "smallestDistinct", "bottomDistinct"),
-           (("which", ("largest", "smallest")), ("k", (2, 3, 4))), (_NUMS,), "int",
-           "Given a list of non-negative integers $nums, return its $ord $which distinct value (equal values count once), or -1 if it has fewer than $k distinct values.",
-           "vals = sorted(set($nums)$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]",
-           ("vals = sorted($nums$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]",
-            "vals = sorted(set($nums)$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$k]",
-            "vals = sorted(set($nums)$badrev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]"),
-           ref=lambda c, a: (lambda v: v[c["k"] - 1] if len(v) >= c["k"] else -1)(sorted(set(a), reverse=c["which"] == "largest")),
-           gen=lambda r, c: (_ints(r, 0, r.randint(2, 9), 1, 8),), edges=lambda c: [([],), ([7, 7, 7],)],
-           env=lambda c: {"ord": _ORD[c["k"]], "km1": c["k"] - 1, "rev": ", reverse=True" if c["which"] == "largest" else "",
-                          "badrev": "" if c["which"] == "largest" else ", reverse=True"}),
-    Family("count_pair_sums", "medium", ("countPairs", "pairCount", "numPairs", "countTwoSum"),
-           (("t", (4, 6, 8, 10, 12, 14)),), (_NUMS,), "int",
-           "Given a list of integers $nums, return the number of index pairs (i, j) with i < j and $nums[i] + $nums[j] == $t.",
-           "count = 0\nfor i in range(len($nums)):\n    for j in range(i + 1, len($nums)):\n        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
-           ("count = 0\nfor i in range(len($nums)):\n    for j in range(len($nums)):\n        if i != j and $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
-            "count = 0\nfor i in range(len($nums)):\n    for j in range(i, len($nums)):\n        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
-            "count = 0\nfor i in range(len($nums)):\n    for j in range(i + 1, len($nums) - 1):\n        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count"),
-           ref=lambda c, a: sum(1 for i in range(len(a)) for j in range(i + 1, len(a)) if a[i] + a[j] == c["t"]),
-           gen=lambda r, c: (_ints(r, 0, c["t"], 2, 7),), edges=lambda c: [([],)]),
-    Family("rotate", "medium",
-           lambda c: ("rotateRight", "shiftRight", "rightRotate") if c["which"] == "right" else ("rotateLeft", "shiftLeft", "leftRotate"),
-           (("which", ("right", "left")), ("k", (3, 4, 5, 6, 7, 8))), (_NUMS,), _LI,
-           "Given a list of integers $nums, rotate it to the $which by $steps (elements pushed past one end wrap around to the other end) and return the new list. An empty list stays empty.",
-           "if not $nums:\n    return []\nk = $k % len($nums)\nreturn $good",
-           ("if not $nums:\n    return []\nk = $k % len($nums)\nreturn $bad",
-            "if not $nums:\n    return []\nk = $k\nreturn $good",
-            "k = $k % len($nums)\nreturn $good"),
-           ref=_rotate,
-           gen=lambda r, c: (r.sample(range(10), r.randint(1, 7)),), edges=lambda c: [([],)],
-           env=lambda c: {"steps": _plural(c["k"], "step"),
-                          "good": "$nums[-k:] + $nums[:-k]" if c["which"] == "right" else "$nums[k:] + $nums[:k]",
-                          "bad": "$nums[k:] + $nums[:k]" if c["which"] == "right" else "$nums[-k:] + $nums[:-k]"}),
-    Family("shift_letters", "medium", ("shiftLetters", "caesar", "encodeShift", "rotateLetters"),
-           (("k", tuple(range(1, 13))), ("dir", ("forward", "backward"))), (_TEXT,), "str",
-           "Given a string $s of lowercase letters, shift every letter $k $pos $dir in the alphabet, wrapping around from $wrap, and return the result.",
-           "return ''.join(chr((ord(ch) - ord('a') $sign $k) % 26 + ord('a')) for ch in $s)",
-           ("return ''.join(chr(ord(ch) $sign $k) for ch in $s)",
-            "return ''.join(chr((ord(ch) - ord('a') $sign $k) % 25 + ord('a')) for ch in $s)",
-            "return ''.join(chr((ord(ch) - ord('a') $other $k) % 26 + ord('a')) for ch in $s)"),
-           ref=lambda c, s: "".join(chr((ord(ch) - 97 + (c["k"] if c["dir"] == "forward" else -c["k"])) % 26 + 97) for ch in s),
-           gen=lambda r, c: (_text(r, "abcdefghijklmnopqrstuvwxyz" + "xyzabc" * 2, 1, 7),), edges=lambda c: [("",)],
-           env=lambda c: {"pos": "position" if c["k"] == 1 else "positions", "sign": "+" if c["dir"] == "forward" else "-",
-                          "other": "-" if c["dir"] == "forward" else "+",
-                          "wrap": "'z' back to 'a'" if c["dir"] == "forward" else "'a' back to 'z'"}),
-    Family("find_index", "medium",
-           lambda c: ("firstIndex", "findFirst", "indexOfFirst") if c["which"] == "first" else ("lastIndex", "findLast", "indexOfLast"),
-           (("which", ("first", "last")), ("op", (">", "<")), ("k", tuple(range(0, 10)))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the index of the $which element that is $w $k, or -1 if there is none.",
-           "$loop\n    if x $op $k:\n        return i\nreturn -1",
-           ("$loop\n    if x $op $k:\n        return x\nreturn -1",
-            "$loop\n    if x $op $k:\n        return i\n    else:\n        return -1\nreturn -1",
-            "$other\n    if x $op $k:\n        return i\nreturn -1"),
-           ref=_index_of, gen=lambda r, c: (_ints(r, c["k"] - 5, c["k"] + 5, 1, 8),), edges=lambda c: [([],)],
-           env=lambda c: {"w": _CMP_WORDS[c["op"]],
-                          **dict(zip(("loop", "other") if c["which"] == "first" else ("other", "loop"),
-                                     ("for i, x in enumerate($nums):", "for i in range(len($nums) - 1, -1, -1):\n    x = $nums[i]")))}),
-    Family("neighbour_diffs", "medium", ("countSteps", "adjacentPairs", "countGaps", "closePairs"),
-           (("k", (1, 2, 3, 4, 5)), ("op", ("==", "<="))), (_NUMS,), "int",
-           "Given a list of integers $nums, return how many pairs of neighbouring elements differ by $w $k (in absolute value).",
-           "count = 0\nfor i in range(len($nums) - 1):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\nreturn count",
-           ("count = 0\nfor i in range(len($nums) - 1):\n    if $nums[i + 1] - $nums[i] $op $k:\n        count += 1\nreturn count",
-            "count = 0\nfor i in range(len($nums) - 2):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\nreturn count",
-            "count = 0\nfor i in range(len($nums)):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\nreturn count"),
-           ref=lambda c, a: sum(1 for i in range(len(a) - 1) if _cmp(c["op"], abs(a[i] - a[i + 1]), c["k"])),
-           gen=lambda r, c: (_ints(r, 0, 10, 2, 8),), edges=lambda c: [([],), ([4],)],
-           env=lambda c: {"w": "exactly" if c["op"] == "==" else "at most"}),
-    Family("interleave_chunks", "medium", ("interleave", "mergeAlternately", "weave", "zipStrings"),
-           (("k", (1, 2, 3)), ("order", ("ab", "ba"))), (("a", "word1 s first", "str"), ("b", "word2 t second", "str")), "str",
-           "Given two strings $a and $b, build a new string by repeatedly taking the next $chars of $x and then the next $k of $y; once one string runs out, the rest of the other is appended. Return the new string.",
-           "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out += $x[i:i + $k] + $y[i:i + $k]\nreturn out",
-           ("out = ''\nfor i in range(0, min(len($x), len($y)), $k):\n    out += $x[i:i + $k] + $y[i:i + $k]\nreturn out",
-            "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out += $y[i:i + $k] + $x[i:i + $k]\nreturn out",
-            "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out = $x[i:i + $k] + $y[i:i + $k]\nreturn out"),
-           ref=_chunks, gen=lambda r, c: (_text(r, "abcdefg", 0, 6), _text(r, "pqrstuv", 0, 6)), edges=lambda c: [("", "xyz")],
-           env=lambda c: {"chars": _plural(c["k"], "character"), "x": "$a" if c["order"] == "ab" else "$b",
-                          "y": "$b" if c["order"] == "ab" else "$a"}),
-    Family("fizz_words", "medium", ("fizzBuzz", "labels", "wordify", "numberWords"),
-           (("a", (2, 3, 4, 5)), ("b", (3, 4, 5, 6, 7)), ("wd", ("Fizz Buzz", "Foo Bar", "Ping Pong", "Tic Tac"))),
-           (("n", "n num limit", "int"),), "List[str]",
-           "Given an integer $n, return a list of strings for the numbers 1 to $n: '$w1$w2' for a number divisible by both $a and $b, '$w1' if it is divisible only by $a, '$w2' if only by $b, and otherwise the number itself as a string.",
-           "out = []\nfor i in range(1, $n + 1):\n    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or str(i))\nreturn out",
-           ("out = []\nfor i in range(1, $n):\n    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or str(i))\nreturn out",
-            "out = []\nfor i in range(1, $n + 1):\n    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or i)\nreturn out",
-            "out = []\nfor i in range($n):\n    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or str(i))\nreturn out"),
-           ref=_fizz, gen=lambda r, c: (r.randint(1, 8) if r.random() < 0.5 else r.randint(c["a"] * c["b"], 15),),
-           edges=lambda c: [(0,)], ok=lambda c: c["a"] < c["b"] and c["a"] * c["b"] <= 15,
-           env=lambda c: dict(zip(("w1", "w2"), c["wd"].split()))),
-    Family("diagonal_sum", "medium", ("diagonalSum", "traceSum", "diagSum", "sumDiagonal"),
-           (("which", ("main", "anti", "both")),), (("grid", "grid matrix mat", "List[List[int]]"),), "int",
-           "Given an n x n matrix $grid, return $what.", "$good", ("$bad0", "$bad1", "$bad2"),
-           ref=_diag, gen=lambda r, c: (lambda n: ([[r.randint(1, 9) for _ in range(n)] for _ in range(n)],))(r.randint(1, 4)),
-           edges=lambda c: [([[5]],)],
-           env=lambda c: {"what": _DIAG[c["which"]][0], "good": _DIAG[c["which"]][1],
-                          **{f"bad{i}": w for i, w in enumerate(_DIAG[c["which"]][2])}}),
-    Family("frequent_values", "medium", ("frequentValues", "repeatedValues", "commonElements", "popularValues"),
-           (("k", (2, 3, 4)), ("op", (">=", "=="))), (_NUMS,), _LI,
-           "Given a list of integers $nums, return the values that appear $w $k times in it, each listed once, in the order of their first appearance.",
-           "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\nreturn [x for x in counts if counts[x] $op $k]",
-           ("counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\nreturn [x for x in $nums if counts[x] $op $k]",
-            "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\nreturn sorted(x for x in counts if counts[x] $op $k)",
-            "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\nreturn [x for x in counts if counts[x] $flip $k]"),
-           ref=lambda c, a: [x for x, n in _counts(a).items() if _cmp(c["op"], n, c["k"])],
-           gen=lambda r, c: (lambda pool: ([r.choice(pool) for _ in range(r.randint(2, 10))],))(r.sample(range(1, 10), r.randint(2, 4))),
-           edges=lambda c: [([],)],
-           env=lambda c: {"w": "at least" if c["op"] == ">=" else "exactly", "flip": _FLIP[c["op"]]}),
-    Family("every_kth", "medium", ("everyKth", "strideSum", "sampleEvery", "sumEvery"),
-           (("k", (2, 3, 4, 5)), ("start", ("first", "kth"))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the sum of $what.",
-           "return sum($nums[$s0::$k])",
-           ("return sum($nums[$k::$k])",
-            "total = 0\nfor i in range($s0, len($nums) - 1, $k):\n    total += $nums[i]\nreturn total",
-            "return sum($nums[$s1::$k])"),
-           ref=lambda c, a: sum(a[(0 if c["start"] == "first" else c["k"] - 1)::c["k"]]),
-           gen=lambda r, c: (_ints(r, 1, 9, 1, 10),), edges=lambda c: [([],)],
-           env=lambda c: {"s0": 0, "s1": c["k"] - 1,
-                          "what": f"the elements whose index is a multiple of {c['k']} (the first element, then every {_ORD.get(c['k'], str(c['k']) + 'th')} one after it)"}
-                         if c["start"] == "first" else
-                         {"s0": c["k"] - 1, "s1": 0,
-                          "what": f"every {_ORD.get(c['k'], str(c['k']) + 'th')} element: the elements at 1-based positions {c['k']}, {2 * c['k']}, {3 * c['k']} and so on"}),
-]
-
-# %% ../nbs/01c_pocket_problems.ipynb #021f6b2e
-def _longest_run(c, a):
-    best = cur = 0
-    for x in a:
-        cur = cur + 1 if _cmp(c["op"], x, c["k"]) else 0
-        best = max(best, cur)
-    return best
-
-def _pick_char(c, s):
-    n = _counts(s)
-    sign = -1 if c["most"] == "most" else 1
-    return min(n, key=lambda ch: (sign * n[ch], s.index(ch) if c["tie"] == "first" else ch))
-
-def _balanced(c, s):
-    depth = 0
-    for ch in s:
-        depth += 1 if ch == c["pair"][0] else -1
-        if depth < 0: return False
-    return depth == 0
-
-def _brackets(r, c):
-    o, cl = c["pair"]
-    if r.random() < 0.5: return (_text(r, o + cl, 0, 8),)
-    s = ""
-    for _ in range(r.randint(1, 4)): s = r.choice((o + s + cl, s + o + cl))
-    return (s,)
-
-def _window(c, a):
-    k, f = c["k"], (max if c["f"] == "max" else min)
-    return f(sum(a[i:i + k]) for i in range(len(a) - k + 1)) if len(a) >= k else 0
-
-def _profit(c, prices):
-    return max([0] + [prices[j] - prices[i] - c["fee"] for i in range(len(prices)) for j in range(i + 1, len(prices))])
-
-def _rle(c, s):
-    out = ""
-    for ch, grp in itertools.groupby(s):
-        n = len(list(grp))
-        count = "" if c["skip1"] == "yes" and n == 1 else str(n)
-        out += ch + count if c["fmt"] == "cn" else count + ch
-    return out
-
-def _piece(c, ch, n, fmt=None):
-    "The code that writes one block: the character `ch` and its length `n` in the family's format."
-    count = f"(str({n}) if {n} > 1 else '')" if c["skip1"] == "yes" else f"str({n})"
-    return f"{ch} + {count}" if (fmt or c["fmt"]) == "cn" else f"{count} + {ch}"
-
-def _runs(r, c):
-    return ("".join(r.choice("abc") * r.randint(1, 4) for _ in range(r.randint(1, 4))),)
-
-def _digit_sum(x): return sum(int(d) for d in str(x))
-
-def _digits(r, c):
-    "Numbers, some built to have a digit sum the condition accepts."
-    out = []
-    for _ in range(r.randint(1, 7)):
-        if r.random() < 0.5: out.append(r.randint(0, 400)); continue
-        total = c["k"] * (r.randint(1, max(1, 18 // c["k"])) if c["mode"] == "div" else 1)
-        ds = [min(9, total)]
-        while sum(ds) < total: ds.append(min(9, total - sum(ds)))
-        r.shuffle(ds)
-        out.append(int("".join(map(str, ds)).lstrip("0") or "0"))
-    return (out,)
-
-def _missing(c, a):
-    x = c["k"]
-    while x in set(a): x += 1
-    return x
-
-def _near(r, c):
-    a = r.sample(range(max(0, c["k"] - 2), c["k"] + 7), r.randint(1, 7))
-    return (a + r.sample(a, r.randint(0, min(2, len(a)))),)
-
-_SORTS = {("asc", "orig"): "return sorted($s.split(), key=len)",
-          ("desc", "orig"): "return sorted($s.split(), key=len, reverse=True)",
-          ("asc", "alpha"): "return sorted($s.split(), key=lambda w: (len(w), w))",
-          ("desc", "alpha"): "return sorted($s.split(), key=lambda w: (-len(w), w))"}
-_SORT_BUGS = {("asc", "orig"): "return sorted($s.split(), key=len, reverse=True)",
-              ("desc", "orig"): "return sorted($s.split(), key=len)[::-1]",
-              ("asc", "alpha"): "return sorted($s.split(), key=lambda w: (-len(w), w))",
-              ("desc", "alpha"): "return sorted($s.split(), key=lambda w: (len(w), w), reverse=True)"}
-
-def _sort_words(c, s):
-    words = s.split()
-    if c["tie"] == "alpha": return sorted(words, key=lambda w: (len(w) if c["order"] == "asc" else -len(w), w))
-    return sorted(words, key=lambda w: len(w) if c["order"] == "asc" else -len(w))
-
-def _pivot(c, a):
-    idx = [i for i in range(len(a)) if sum(a[:i]) == sum(a[i + 1:])]
-    return (idx[0] if c["which"] == "first" else idx[-1]) if idx else -1
-
-def _pivot_input(r, c):
-    if r.random() < 0.4: return (_ints(r, -2, 3, 1, 7),)
-    left, right = _ints(r, 0, 6, 0, 3), _ints(r, 0, 6, 1, 3)
-    right[-1] += sum(left) - sum(right)
-    return (left + [r.randint(-3, 6)] + right + [0] * r.randint(0, 1),)
-
-_PIVOT = {"first": ("total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    if left == total - left - x:\n        return i\n    left += x\nreturn -1",
-                    "total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    if left == total - left:\n        return i\n    left += x\nreturn -1",
-                    "total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    left += x\n    if left == total - left:\n        return i\nreturn -1"),
-          "last": ("total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n    if right == total - right - $nums[i]:\n        return i\n    right += $nums[i]\nreturn -1",
-                   "total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n    if right == total - right:\n        return i\n    right += $nums[i]\nreturn -1",
-                   "total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n    right += $nums[i]\n    if right == total - right:\n        return i\nreturn -1")}
-
-def _prefixes(c, s):
-    bal, count = 0, 0
-    for ch in s:
-        bal += 1 if ch == c["pair"][0] else -1
-        count += _cmp(c["op"], bal, 0)
-    return count
-
-_HARD = [
-    Family("longest_run", "hard", ("longestRun", "longestStreak", "maxStreak", "longestBlock"),
-           (("op", (">", "<")), ("k", tuple(range(0, 10)))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the length of the longest block of consecutive elements that are all $w $k.",
-           "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\n    else:\n        cur = 0\nreturn best",
-           ("best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\nreturn best",
-            "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n    else:\n        best = max(best, cur)\n        cur = 0\nreturn best",
-            "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\n    else:\n        cur = 1\nreturn best"),
-           ref=_longest_run, gen=lambda r, c: (_ints(r, c["k"] - 4, c["k"] + 4, 1, 10),), edges=lambda c: [([],)],
-           env=lambda c: {"w": _CMP_WORDS[c["op"]]}),
-    Family("pick_char", "hard",
-           lambda c: ("mostFrequent", "mostCommonChar", "topChar") if c["most"] == "most" else ("leastFrequent", "rarestChar", "leastCommonChar"),
-           (("most", ("most", "least")), ("tie", ("first", "alpha"))), (_TEXT,), "str",
-           "Given a non-empty string $s of lowercase letters, return the character that occurs $most often in it. If several characters tie, return the one that $tiew.",
-           "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn min(counts, key=lambda ch: (${sg}counts[ch], $tk))",
-           ("counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn min(counts, key=lambda ch: (${sg}counts[ch], $badtk))",
-            "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn $f(counts.values())",
-            "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn min(counts, key=lambda ch: (${badsg}counts[ch], $tk))"),
-           ref=_pick_char, gen=lambda r, c: (_text(r, "dcba"[:r.randint(2, 4)], 2, 9),), edges=lambda c: [("z",)],
-           env=lambda c: {"sg": "-" if c["most"] == "most" else "", "badsg": "" if c["most"] == "most" else "-",
-                          "f": "max" if c["most"] == "most" else "min",
-                          "tiew": "appears first in $s" if c["tie"] == "first" else "comes first in the alphabet",
-                          "tk": "$s.index(ch)" if c["tie"] == "first" else "ch",
-                          "badtk": "ch" if c["tie"] == "first" else "$s.index(ch)"}),
-    Family("balanced_brackets", "hard", ("isBalanced", "balanced", "validBrackets", "checkBrackets"),
-           (("pair", ("()", "[]", "{}", "<>")),), (_TEXT,), "bool",
-           "Given a string $s made only of the characters '$o' and '$cl', return True if it is balanced: every '$o' is matched by a later '$cl' and every '$cl' by an earlier '$o'. Otherwise return False.",
-           "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth < 0:\n        return False\nreturn depth == 0",
-           ("return $s.count('$o') == $s.count('$cl')",
-            "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth < 0:\n        return False\nreturn True",
-            "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth <= 0:\n        return False\nreturn depth == 0"),
-           ref=_balanced, gen=_brackets, edges=lambda c: [("",)],
-           env=lambda c: {"o": c["pair"][0], "cl": c["pair"][1]}),
-    Family("window_sum", "hard",
-           lambda c: ("maxWindowSum", "largestWindow", "bestWindow") if c["f"] == "max" else ("minWindowSum", "smallestWindow", "lowestWindow"),
-           (("f", ("max", "min")), ("k", (2, 3, 4))), (_NUMS,), "int",
-           "Given a list of integers $nums, return the $w sum of $k consecutive elements. If $nums has fewer than $k elements, return 0.",
-           "if len($nums) < $k:\n    return 0\nreturn $f(sum($nums[i:i + $k]) for i in range(len($nums) - $k + 1))",
-           ("if len($nums) < $k:\n    return 0\nreturn $f(sum($nums[i:i + $k]) for i in range(len($nums) - $k))",
-            "if len($nums) < $k:\n    return 0\nreturn sum(sorted($nums)$sl)",
-            "best = 0\nfor i in range(len($nums) - $k + 1):\n    best = $f(best, sum($nums[i:i + $k]))\nreturn best"),
-           ref=_window, gen=lambda r, c: (_ints(r, -9, 9, 1, 8),), edges=lambda c: [([],), (list(range(1, c["k"])),)],
-           env=lambda c: {"w": "largest" if c["f"] == "max" else "smallest",
-                          "sl": f"[-{c['k']}:]" if c["f"] == "max" else f"[:{c['k']}]"}),
-    Family("overlapping_count", "hard", ("countOverlapping", "countPattern", "patternCount", "occurrences"),
-           (("p", ("aa", "bb", "aaa", "bbb", "aba", "bab", "abab", "baba")),), (_TEXT,), "int",
-           "Given a string $s, return how many times $q occurs in it as a substring, counting overlapping occurrences separately.",
-           "n = len($q)\nreturn sum(1 for i in range(len($s) - n + 1) if $s[i:i + n] == $q)",
-           ("return $s.count($q)",
-            "n = len($q)\nreturn sum(1 for i in range(len($s) - n) if $s[i:i + n] == $q)",
-            "n = len($q)\nreturn sum(1 for i in range(0, len($s) - n + 1, n) if $s[i:i + n] == $q)"),
-           ref=lambda c, s: sum(1 for i in range(len(s) - len(c["p"]) + 1) if s[i:i + len(c["p"])] == c["p"]),
-           gen=lambda r, c: ("".join(r.choice((c["p"], c["p"][len(c["p"]) // 2:], "a", "b")) for _ in range(r.randint(1, 4)))[:12],),
-           edges=lambda c: [("",)],
-           env=lambda c: {"q": repr(c["p"])}),
-    Family("stock_fee", "hard", ("maxProfit", "bestTrade", "tradeProfit", "bestGain"),
-           (("fee", (1, 2, 3, 4)),), (("prices", "prices values rates", _LI),), "int",
-           "Given a list $prices where $prices[i] is a stock's price on day i, you may buy one share on one day and sell it on a later day, paying a fee of $fee on the sale. Return the largest possible profit, or 0 if no trade is profitable.",
-           "best = 0\nlow = float('inf')\nfor p in $prices:\n    best = max(best, p - low - $fee)\n    low = min(low, p)\nreturn best",
-           ("if not $prices:\n    return 0\nreturn max(0, max($prices) - min($prices) - $fee)",
-            "best = 0\nlow = float('inf')\nfor p in $prices:\n    best = max(best, p - low)\n    low = min(low, p)\nreturn best",
-            "best = 0\nlow = $prices[0]\nfor p in $prices:\n    best = max(best, p - low - $fee)\n    low = min(low, p)\nreturn best"),
-           ref=_profit, gen=lambda r, c: (_ints(r, 1, 15, 2, 8),), edges=lambda c: [([],)]),
-    Family("run_length", "hard", ("encode", "compress", "runLength", "squeeze"),
-           (("fmt", ("cn", "nc")), ("skip1", ("no", "yes"))), (_TEXT,), "str",
-           "Given a string $s, replace every maximal block of equal consecutive characters with $fmtw$skipw, so 'aab' becomes '$ex'. Return the result.",
-           "out = ''\ni = 0\nwhile i < len($s):\n    j = i\n    while j < len($s) and $s[j] == $s[i]:\n        j += 1\n    out += $piece\n    i = j\nreturn out",
-           ("out = ''\ncount = 1\nfor i in range(1, len($s)):\n    if $s[i] == $s[i - 1]:\n        count += 1\n    else:\n        out += $prev\n        count = 1\nreturn out",
-            "out = ''\ni = 0\nwhile i < len($s):\n    j = i\n    while j < len($s) and $s[j] == $s[i]:\n        j += 1\n    out += $swapped\n    i = j\nreturn out",
-            "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn ''.join($total for ch in counts)"),
-           ref=_rle, gen=_runs, edges=lambda c: [("",)],
-           env=lambda c: {"fmtw": "the character followed by the block's length" if c["fmt"] == "cn" else "the block's length followed by the character",
-                          "skipw": " (a block of length 1 is written as just the character)" if c["skip1"] == "yes" else "",
-                          "ex": _rle(c, "aab"), "piece": _piece(c, "$s[i]", "j - i"), "prev": _piece(c, "$s[i - 1]", "count"),
-                          "swapped": _piece(c, "$s[i]", "j - i", "nc" if c["fmt"] == "cn" else "cn"),
-                          "total": _piece(c, "ch", "counts[ch]")}),
-    Family("digit_sum_count", "hard", ("countDigitSum", "digitSumCount", "countBySum", "digitFilter"),
-           (("k", tuple(range(2, 10))), ("mode", ("div", "eq"))), (_NUMS,), "int",
-           "Given a list of non-negative integers $nums, return how many of them have a digit sum $w.",
-           "return sum(1 for x in $nums if sum(int(d) for d in str(x)) $cond)",
-           ("return sum(1 for x in $nums if x $cond)",
-            "return sum(1 for x in $nums if len(str(x)) $cond)",
-            "return sum(1 for x in $nums if x % 10 $cond)"),
-           ref=lambda c, a: sum(1 for x in a if (_digit_sum(x) % c["k"] == 0 if c["mode"] == "div" else _digit_sum(x) == c["k"])),
-           gen=_digits, edges=lambda c: [([],)],
-           ok=lambda c: not (c["mode"] == "div" and c["k"] in (3, 9)),   # there the digit sum and the number agree
-           env=lambda c: {"w": f"divisible by {c['k']}" if c["mode"] == "div" else f"equal to {c['k']}",
-                          "cond": f"% {c['k']} == 0" if c["mode"] == "div" else f"== {c['k']}"}),
-    Family("smallest_missing", "hard", ("firstMissing", "smallestAbsent", "nextFree", "missingFrom"),
-           (("k", tuple(range(0, 10))),), (_NUMS,), "int",
-           "Given a list of integers $nums, return the smallest integer that is at least $k and does not appear in $nums.",
-           "seen = set($nums)\nx = $k\nwhile x in seen:\n    x += 1\nreturn x",
-           ("return max($nums) + 1",
-            "x = $k\nfor y in $nums:\n    if y == x:\n        x += 1\nreturn x",
-            "seen = set($nums)\nreturn min(x for x in range($k, $k + len($nums)) if x not in seen)"),
-           ref=_missing, gen=_near, edges=lambda c: [([],)]),
-    Family("sort_words", "hard", ("sortWords", "orderWords", "arrangeWords", "rankWords"),
-           (("order", ("asc", "desc")), ("tie", ("alpha", "orig"))), (_SENT,), "List[str]",
-           "Given a string $s of lowercase words separated by single spaces, return the list of its words sorted by length, $ordw. Words of equal length $tiew.",
-           "$good", ("return sorted($s.split())", "$othertie", "$bug"),
-           ref=_sort_words, gen=lambda r, c: (_sentence(r, 3, 6),), edges=lambda c: [("sun",)],
-           env=lambda c: {"ordw": "shortest first" if c["order"] == "asc" else "longest first",
-                          "tiew": "are in alphabetical order" if c["tie"] == "alpha" else "keep their order in $s",
-                          "good": _SORTS[c["order"], c["tie"]], "bug": _SORT_BUGS[c["order"], c["tie"]],
-                          "othertie": _SORTS[c["order"], "orig" if c["tie"] == "alpha" else "alpha"]}),
-    Family("pivot_index", "hard", ("pivotIndex", "balancePoint", "equilibrium", "splitIndex"),
-           (("which", ("first", "last")),), (_NUMS,), "int",
-           "Given a list of integers $nums, return the $which index i such that the sum of the elements left of i equals the sum of the elements right of i, or -1 if there is no such index.",
-           "$good", ("$bad1", "$bad2", "$other"),
-           ref=_pivot, gen=_pivot_input, edges=lambda c: [([],)],
-           env=lambda c: dict(zip(("good", "bad1", "bad2"), _PIVOT[c["which"]])) | {"other": _PIVOT["last" if c["which"] == "first" else "first"][0]}),
-    Family("prefix_balance", "hard", ("balancedPrefixes", "countBalanced", "evenPrefixes", "goodPrefixes"),
-           (("pair", ("ab", "xy", "lr", "ud")), ("op", ("==", ">"))), (_TEXT,), "int",
-           "Given a string $s made only of the letters '$x' and '$y', return how many of its non-empty prefixes contain $w.",
-           "count = 0\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal $op 0:\n        count += 1\nreturn count",
-           ("count = 1\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal $op 0:\n        count += 1\nreturn count",
-            "return int($s.count('$x') $op $s.count('$y'))",
-            "count = 0\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal >= 0:\n        count += 1\nreturn count"),
-           ref=_prefixes, gen=lambda r, c: (_text(r, c["pair"], 1, 10),), edges=lambda c: [("",)],
-           env=lambda c: {"x": c["pair"][0], "y": c["pair"][1],
-                          "w": "as many '$x' as '$y'" if c["op"] == "==" else "more '$x' than '$y'"}),
-]
-
-# %% ../nbs/01c_pocket_problems.ipynb #a3f864a8
-FAMILIES = _EASY + _MEDIUM + _HARD
-_BY_NAME = {f.name: f for f in FAMILIES}
-
-def pocket_families() -> list[Family]:
-    "Every pocket family: the easy ones, then medium, then hard."
-    return list(FAMILIES)
-
 # %% ../nbs/01c_pocket_problems.ipynb #4a9b2164
 _TEST_SHARE = 0.3
 _NAME_PICKS = 3                      # argument-name choices per instance (each role lists up to 3 names)
@@ -686,11 +134,13 @@ def _example(f: Family, c: dict, rng: random.Random, ref: Callable) -> tuple:
     telling = [i for i in drawn if len(repr(i)) <= 60 and ref(i) not in (0, -1, "", [], None)]
     return (telling or drawn)[0]
 
+# %% ../nbs/01c_pocket_problems.ipynb #5e1b7c20
 def _instance(f: Family, method: str, c: dict, pick: int, rng: random.Random, pid: int) -> Problem:
     "One problem: rendered text, and tests that the reference computes and no wrong or trivial answer passes."
     r = _render(f, method, c, pick)
     ref = lambda inp: f.ref(c, *_copy(list(inp)))
-    rivals = [(f"wrong {v}", _compiled(w, method)) for v, w in enumerate(r.wrongs)] + [(f"trivial {t}", fn) for t, fn in enumerate(_TRIVIAL)]
+    rivals = ([(f"wrong {v}", _compiled(w, method)) for v, w in enumerate(r.wrongs)]
+              + [(f"trivial {t}", fn) for t, fn in enumerate(_TRIVIAL)])
     for attempt in range(5):                         # rarely the rivals need more than 10 tests: draw again
         inputs, expected = [], []
         def add(inp):
@@ -710,7 +160,8 @@ def _instance(f: Family, method: str, c: dict, pick: int, rng: random.Random, pi
     else: raise RuntimeError(f"{f.name} {method} {c}: needed {len(inputs)} tests")
     good = _compiled(r.correct, method)
     for i, e in zip(inputs, expected):
-        if _outcome(good, r.names, i) != e: raise RuntimeError(f"{f.name} {method} {c}: correct solution != reference on {i}")
+        if _outcome(good, r.names, i) != e:
+            raise RuntimeError(f"{f.name} {method} {c}: correct solution != reference on {i}")
     tests = tuple(f"assert Solution().{method}({', '.join(f'{n}={v!r}' for n, v in zip(r.names, i))}) == {e!r}"
                   for i, e in zip(inputs, expected))
     example = ", ".join(f"{n} = {v!r}" for n, v in zip(r.names, inputs[0]))
@@ -719,10 +170,733 @@ def _instance(f: Family, method: str, c: dict, pick: int, rng: random.Random, pi
                    starter_code=r.starter, setup_code=_SETUP, gt_answer=tests, canonical_solution=r.correct,
                    n_tests=len(tests), examples_only=False, source=f"pocket:{f.name}")
 
+# %% ../nbs/01c_pocket_problems.ipynb #872491a3
+FAMILIES: list[Family] = []  # every family, in catalogue order: filled by the cells below, one family each
+
+def _family(*args, **kwargs) -> Family:
+    "Define a family and add it to the catalogue; a name is defined once."
+    f = Family(*args, **kwargs)
+    if any(g.name == f.name for g in FAMILIES): raise ValueError(f"pocket family {f.name!r} is defined twice")
+    FAMILIES.append(f)
+    return f
+
+# %% ../nbs/01c_pocket_problems.ipynb #348f7792
+_family("sum_above", "easy", ("sumAbove", "thresholdSum", "filteredSum", "sumOver"),
+        (("k", (-2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9)), ("op", (">", ">="))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the sum of its elements that are $w $k. Return 0 if there are none.",
+        "return sum(x for x in $nums if x $op $k)",
+        ("return sum(x for x in $nums if x $flip $k)",
+         "return len([x for x in $nums if x $op $k])",
+         "total = 0\nfor x in $nums:\n    if x $op $k:\n        total = x\nreturn total"),
+        ref=lambda c, a: sum(x for x in a if _cmp(c["op"], x, c["k"])),
+        gen=lambda r, c: (_ints(r, c["k"] - 5, c["k"] + 6, 1, 7),), edges=lambda c: [([],)],
+        env=lambda c: {"w": _CMP_WORDS[c["op"]], "flip": _FLIP[c["op"]]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #0a9232e7
+def _as_type(c: dict, s: str): return s if c["t"] == "str" else list(s)
+
+_family("count_char", "easy", ("countChar", "charCount", "countOccurrences", "occurrences"),
+        (("target", tuple("abcdefgh")), ("t", ("str", "list"))), (("s", "$names", "$T"),), "int",
+        "Given a $noun $s, return how many times the character $q appears in it.",
+        "count = 0\nfor ch in $s:\n    if ch == $q:\n        count += 1\nreturn count",
+        ("count = 0\nfor i in range(1, len($s)):\n    if $s[i] == $q:\n        count += 1\nreturn count",
+         "count = 0\nfor ch in $s:\n    if ch == $q:\n        count += 1\n    return count",
+         "count = 0\nfor ch in $s:\n    if ch == $q:\n        count = 1\nreturn count"),
+        ref=lambda c, s: list(s).count(c["target"]),
+        gen=lambda r, c: (_as_type(c, _text(r, "abcdefgh" + c["target"] * 4, 1, 9)),),
+        edges=lambda c: [(_as_type(c, ""),)],
+        env=lambda c: {"q": repr(c["target"]), "T": "str" if c["t"] == "str" else "List[str]",
+                       "noun": "string" if c["t"] == "str" else "list of one-character strings",
+                       "names": "s text word" if c["t"] == "str" else "chars letters items"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #d3c489c4
+_family("extreme_or_default", "easy",
+        lambda c: ("largest", "maxValue", "findMax", "biggest") if c["f"] == "max" else
+                  ("smallest", "minValue", "findMin", "lowest"),
+        (("f", ("max", "min")), ("d", (-1, 0, 100))), (_NUMS,), "int",
+        "Given a list of integers $nums, return its $word element. If $nums is empty, return $d.",
+        "if not $nums:\n    return $d\nreturn $f($nums)",
+        ("return $f($nums)",
+         "best = 0\nfor x in $nums:\n    if x $gt best:\n        best = x\nreturn best",
+         "if not $nums:\n    return $d\nreturn sorted($nums)[$bad]"),
+        ref=lambda c, a: (max if c["f"] == "max" else min)(a) if a else c["d"],
+        gen=lambda r, c: (_signed(r),), edges=lambda c: [([],)],
+        env=lambda c: {"word": "largest" if c["f"] == "max" else "smallest", "gt": ">" if c["f"] == "max" else "<",
+                       "bad": "0" if c["f"] == "max" else "-1"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #021f55b6
+_family("count_divisible", "easy", ("countDivisible", "countMultiples", "divisibleCount", "numMultiples"),
+        (("k", tuple(range(2, 10))),), (_NUMS,), "int",
+        "Given a list of positive integers $nums, return how many of its elements are divisible by $k.",
+        "return sum(1 for x in $nums if x % $k == 0)",
+        ("return sum(1 for x in $nums if x % $k)",
+         "return sum(1 for x in $nums if $k % x == 0)",
+         "count = 0\nfor i in range(1, len($nums)):\n    if $nums[i] % $k == 0:\n        count += 1\nreturn count"),
+        ref=lambda c, a: sum(1 for x in a if x % c["k"] == 0),
+        gen=lambda r, c: ([r.randint(1, 30) if r.random() < 0.6 else
+                         c["k"] * r.randint(1, 4) for _ in range(r.randint(1, 8))],),
+        edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #3edccee7
+_family("repeat_chars", "easy", ("repeatChars", "stretch", "repeatEach", "echoLetters"),
+        (("k", (2, 3, 4, 5)),), (_TEXT,), "str",
+        "Given a string $s, return a new string in which every character of $s is repeated $k times in a row.",
+        "return ''.join(ch * $k for ch in $s)",
+        ("return $s * $k",
+         "return ''.join(ch + ch * $k for ch in $s)",
+         "out = ''\nfor ch in $s:\n    out = ch * $k\nreturn out"),
+        ref=lambda c, s: "".join(ch * c["k"] for ch in s),
+        gen=lambda r, c: (_text(r, "abcdefghij", 1, 5),), edges=lambda c: [("",)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #ec21c1fd
+_family("affine_map", "easy", ("transform", "scaleShift", "mapValues", "adjust"),
+        (("k", (2, 3, 4, 5)), ("b", (1, 2, 3, 4, 5, 6))), (_NUMS,), _LI,
+        "Given a list of integers $nums, return a new list in which every element is first multiplied by $k and then "
+        "increased by $b.",
+        "return [x * $k + $b for x in $nums]",
+        ("return [(x + $b) * $k for x in $nums]",
+         "return [x * $k for x in $nums]",
+         "for x in $nums:\n    x = x * $k + $b\nreturn $nums"),
+        ref=lambda c, a: [x * c["k"] + c["b"] for x in a],
+        gen=lambda r, c: (_ints(r, -5, 9, 1, 6),), edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #2aaa03c4
+_family("count_long_words", "easy", ("countLongWords", "countWords", "wordsWithLength", "lengthCount"),
+        (("L", (2, 3, 4, 5, 6)), ("op", (">=", ">", "=="))), (_SENT,), "int",
+        "Given a string $s of lowercase words separated by single spaces, return how many of its words have $w.",
+        "return sum(1 for w in $s.split() if len(w) $op $L)",
+        ("return sum(1 for w in $s.split() if len(w) $flip $L)",
+         "return sum(1 for w in $s if len(w) $op $L)",
+         "words = $s.split()\nreturn sum(1 for i in range(1, len(words)) if len(words[i]) $op $L)"),
+        ref=lambda c, s: sum(1 for w in s.split() if _cmp(c["op"], len(w), c["L"])),
+        gen=lambda r, c: (_sentence(r, 1, 6),),
+        edges=lambda c: [(next(w for w in _VOCAB if len(w) == c["L"]),)],
+        env=lambda c: {"w": {">=": "at least", ">": "more than", "==": "exactly"}[c["op"]] + f" {c['L']} letters",
+                       "flip": _FLIP[c["op"]]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #0ed02387
+_family("slice_sum", "easy",
+        lambda c: ("sumFirst", "headSum", "prefixTotal") if c["which"] == "first" else
+                  ("sumLast", "tailSum", "suffixTotal"),
+        (("which", ("first", "last")), ("k", (2, 3, 4, 5))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the sum of its $which $k elements, or of all its elements if it has "
+        "fewer than $k.",
+        "return sum($nums[$good])",
+        ("return sum($nums[$bad1])", "return sum($nums[$bad2])",
+         "total = 0\nfor i in range($k):\n    total += $nums[$idx]\nreturn total"),
+        ref=lambda c, a: sum(a[:c["k"]] if c["which"] == "first" else a[-c["k"]:]),
+        gen=lambda r, c: (_ints(r, -5, 9, 0, 8),), edges=lambda c: [([],), (list(range(1, c["k"])),)],
+        env=lambda c: ({"good": f":{c['k']}", "bad1": f"{c['k']}:", "bad2": f":{c['k'] - 1}", "idx": "i"}
+                       if c["which"] == "first" else
+                       {"good": f"-{c['k']}:", "bad1": f":-{c['k']}", "bad2": f"-{c['k'] - 1}:", "idx": "-i"}))
+
+# %% ../nbs/01c_pocket_problems.ipynb #9edc9072
+_family("remainder_filter", "easy", ("filterRemainder", "selectByRemainder", "keepMatching", "pickValues"),
+        (("m", (2, 3, 4, 5)), ("r", (0, 1, 2, 3, 4))), (_NUMS,), _LI,
+        "Given a list of non-negative integers $nums, return, in their original order, the elements that leave "
+        "remainder $r when divided by $m.",
+        "return [x for x in $nums if x % $m == $r]",
+        ("return [x for x in $nums if x // $m == $r]",
+         "return [i for i, x in enumerate($nums) if x % $m == $r]",
+         "return sorted(x for x in $nums if x % $m == $r)"),
+        ref=lambda c, a: [x for x in a if x % c["m"] == c["r"]],
+        gen=lambda r, c: (_ints(r, 0, 20, 1, 8),), edges=lambda c: [([],)], ok=lambda c: c["r"] < c["m"])
+
+# %% ../nbs/01c_pocket_problems.ipynb #d321d78a
+_family("count_in_set", "easy", ("countLetters", "countMatching", "countFrom", "countSpecial"),
+        (("letters", ("aei", "aeiou", "xyz", "abc", "rst", "mno", "ou", "aeo", "lmn", "pqr")),), (_TEXT,), "int",
+        "Given a string $s, return how many of its characters are one of the letters in $q.",
+        "return sum(1 for ch in $s if ch in $q)",
+        ("return $s.count($q)",
+         "return len(set(ch for ch in $s if ch in $q))",
+         "count = 0\nfor ch in $q:\n    if ch in $s:\n        count += 1\nreturn count"),
+        ref=lambda c, s: sum(1 for ch in s if ch in c["letters"]),
+        gen=lambda r, c: (_text(r, c["letters"] * 3 + "bcdfghjklmnpqrstvwxyz", 1, 9),), edges=lambda c: [("",)],
+        env=lambda c: {"q": repr(c["letters"])})
+
+# %% ../nbs/01c_pocket_problems.ipynb #7e9506bd
+_family("upper_edge", "easy",
+        lambda c: ("capitalizeStart", "upperPrefix", "raiseFirst") if c["which"] == "first" else
+                  ("capitalizeEnd", "upperSuffix", "raiseLast"),
+        (("which", ("first", "last")), ("k", (1, 2, 3, 4))), (("s", "s text word", "str"),), "str",
+        "Given a lowercase string $s, return it with its $which $chars changed to upper case (all of it if it is "
+        "shorter).",
+        "$good", ("$bad1", "$bad2", "return $s.upper()"),
+        ref=lambda c, s: s[:c["k"]].upper() + s[c["k"]:] if c["which"] == "first" else
+                         s[:-c["k"]] + s[-c["k"]:].upper(),
+        gen=lambda r, c: (_text(r, "abcdefghijklmnop", 2, 8),), edges=lambda c: [("",)],
+        env=lambda c: {"chars": _plural(c["k"], "character")} | (
+            {"good": f"return $s[:{c['k']}].upper() + $s[{c['k']}:]", "bad1": f"return $s[:{c['k']}].upper()",
+             "bad2": f"return $s[:{c['k']}].upper() + $s[{c['k'] + 1}:]"} if c["which"] == "first" else
+            {"good": f"return $s[:-{c['k']}] + $s[-{c['k']}:].upper()", "bad1": f"return $s[-{c['k']}:].upper()",
+             "bad2": f"return $s[:-{c['k']}] + $s[-{c['k'] + 1}:].upper()"}))
+
+# %% ../nbs/01c_pocket_problems.ipynb #7ce08287
+_family("clamp", "easy", ("clampAll", "clipValues", "boundValues", "clamp"),
+        (("lo", (0, 1, 2, 3, 4)), ("hi", (5, 6, 7, 8, 9, 10))), (_NUMS,), _LI,
+        "Given a list of integers $nums, return a new list in which every element smaller than $lo is replaced by $lo "
+        "and every element larger than $hi is replaced by $hi.",
+        "return [min(max(x, $lo), $hi) for x in $nums]",
+        ("return [max(min(x, $lo), $hi) for x in $nums]",
+         "return [x for x in $nums if $lo <= x <= $hi]",
+         "return [max(x, $lo) for x in $nums]"),
+        ref=lambda c, a: [min(max(x, c["lo"]), c["hi"]) for x in a],
+        gen=lambda r, c: (_ints(r, c["lo"] - 5, c["hi"] + 5, 1, 7),), edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #4e80ed73
+_family("running_total", "medium", ("runningTotal", "prefixSums", "cumulative", "runningSum"),
+        (("start", (-5, -4, -3, -2, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9)),), (_NUMS,), _LI,
+        "Given a list of integers $nums, return its running totals starting from $start: the i-th value of the answer "
+        "is $start plus the sum of the first i + 1 elements of $nums.",
+        "total = $start\nout = []\nfor x in $nums:\n    total += x\n    out.append(total)\nreturn out",
+        ("total = $start\nout = []\nfor x in $nums:\n    out.append(total)\n    total += x\nreturn out",
+         "total = 0\nout = []\nfor x in $nums:\n    total += x\n    out.append(total)\nreturn out",
+         "out = []\nfor x in $nums:\n    out.append(x + $start)\nreturn out"),
+        ref=lambda c, a: [c["start"] + sum(a[:i + 1]) for i in range(len(a))],
+        gen=lambda r, c: (_ints(r, -5, 9, 1, 6),), edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #f641fd42
+_family("kth_distinct", "medium",
+        lambda c: ("kthLargest", "largestDistinct", "topDistinct") if c["which"] == "largest" else
+                  ("kthSmallest", "smallestDistinct", "bottomDistinct"),
+        (("which", ("largest", "smallest")), ("k", (2, 3, 4))), (_NUMS,), "int",
+        "Given a list of non-negative integers $nums, return its $ord $which distinct value (equal values count once), "
+        "or -1 if it has fewer than $k distinct values.",
+        "vals = sorted(set($nums)$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]",
+        ("vals = sorted($nums$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]",
+         "vals = sorted(set($nums)$rev)\nif len(vals) < $k:\n    return -1\nreturn vals[$k]",
+         "vals = sorted(set($nums)$badrev)\nif len(vals) < $k:\n    return -1\nreturn vals[$km1]"),
+        ref=lambda c, a: (lambda v: v[c["k"] - 1] if len(v) >= c["k"] else
+                         -1)(sorted(set(a), reverse=c["which"] == "largest")),
+        gen=lambda r, c: (_ints(r, 0, r.randint(2, 9), 1, 8),), edges=lambda c: [([],), ([7, 7, 7],)],
+        env=lambda c: {"ord": _ORD[c["k"]], "km1": c["k"] - 1, "rev": ", reverse=True" if c["which"] == "largest" else
+                      "",
+                       "badrev": "" if c["which"] == "largest" else ", reverse=True"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #282c29c5
+_family("count_pair_sums", "medium", ("countPairs", "pairCount", "numPairs", "countTwoSum"),
+        (("t", (4, 6, 8, 10, 12, 14)),), (_NUMS,), "int",
+        "Given a list of integers $nums, return the number of index pairs (i, j) with i < j and $nums[i] + $nums[j] == "
+        "$t.",
+        "count = 0\nfor i in range(len($nums)):\n    for j in range(i + 1, len($nums)):\n"
+        "        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
+        ("count = 0\nfor i in range(len($nums)):\n    for j in range(len($nums)):\n"
+         "        if i != j and $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
+         "count = 0\nfor i in range(len($nums)):\n    for j in range(i, len($nums)):\n"
+         "        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count",
+         "count = 0\nfor i in range(len($nums)):\n    for j in range(i + 1, len($nums) - 1):\n"
+         "        if $nums[i] + $nums[j] == $t:\n            count += 1\nreturn count"),
+        ref=lambda c, a: sum(1 for i in range(len(a)) for j in range(i + 1, len(a)) if a[i] + a[j] == c["t"]),
+        gen=lambda r, c: (_ints(r, 0, c["t"], 2, 7),), edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #efd88985
+def _rotate(c, a):
+    if not a: return []
+    k = c["k"] % len(a) if c["which"] == "left" else -c["k"] % len(a)
+    return a[k:] + a[:k]
+
+_family("rotate", "medium",
+        lambda c: ("rotateRight", "shiftRight", "rightRotate") if c["which"] == "right" else
+                  ("rotateLeft", "shiftLeft", "leftRotate"),
+        (("which", ("right", "left")), ("k", (3, 4, 5, 6, 7, 8))), (_NUMS,), _LI,
+        "Given a list of integers $nums, rotate it to the $which by $steps (elements pushed past one end wrap around "
+        "to the other end) and return the new list. An empty list stays empty.",
+        "if not $nums:\n    return []\nk = $k % len($nums)\nreturn $good",
+        ("if not $nums:\n    return []\nk = $k % len($nums)\nreturn $bad",
+         "if not $nums:\n    return []\nk = $k\nreturn $good",
+         "k = $k % len($nums)\nreturn $good"),
+        ref=_rotate,
+        gen=lambda r, c: (r.sample(range(10), r.randint(1, 7)),), edges=lambda c: [([],)],
+        env=lambda c: {"steps": _plural(c["k"], "step"),
+                       "good": "$nums[-k:] + $nums[:-k]" if c["which"] == "right" else "$nums[k:] + $nums[:k]",
+                       "bad": "$nums[k:] + $nums[:k]" if c["which"] == "right" else "$nums[-k:] + $nums[:-k]"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #546b95ee
+_family("shift_letters", "medium", ("shiftLetters", "caesar", "encodeShift", "rotateLetters"),
+        (("k", tuple(range(1, 13))), ("dir", ("forward", "backward"))), (_TEXT,), "str",
+        "Given a string $s of lowercase letters, shift every letter $k $pos $dir in the alphabet, wrapping around from "
+        "$wrap, and return the result.",
+        "return ''.join(chr((ord(ch) - ord('a') $sign $k) % 26 + ord('a')) for ch in $s)",
+        ("return ''.join(chr(ord(ch) $sign $k) for ch in $s)",
+         "return ''.join(chr((ord(ch) - ord('a') $sign $k) % 25 + ord('a')) for ch in $s)",
+         "return ''.join(chr((ord(ch) - ord('a') $other $k) % 26 + ord('a')) for ch in $s)"),
+        ref=lambda c, s: "".join(chr((ord(ch) - 97 + (c["k"] if c["dir"] == "forward" else
+                         -c["k"])) % 26 + 97) for ch in s),
+        gen=lambda r, c: (_text(r, "abcdefghijklmnopqrstuvwxyz" + "xyzabc" * 2, 1, 7),), edges=lambda c: [("",)],
+        env=lambda c: {"pos": "position" if c["k"] == 1 else "positions", "sign": "+" if c["dir"] == "forward" else "-",
+                       "other": "-" if c["dir"] == "forward" else "+",
+                       "wrap": "'z' back to 'a'" if c["dir"] == "forward" else "'a' back to 'z'"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #72d47954
+def _index_of(c, a):
+    idx = [i for i, x in enumerate(a) if _cmp(c["op"], x, c["k"])]
+    return (idx[0] if c["which"] == "first" else idx[-1]) if idx else -1
+
+_family("find_index", "medium",
+        lambda c: ("firstIndex", "findFirst", "indexOfFirst") if c["which"] == "first" else
+                  ("lastIndex", "findLast", "indexOfLast"),
+        (("which", ("first", "last")), ("op", (">", "<")), ("k", tuple(range(0, 10)))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the index of the $which element that is $w $k, or -1 if there is none.",
+        "$loop\n    if x $op $k:\n        return i\nreturn -1",
+        ("$loop\n    if x $op $k:\n        return x\nreturn -1",
+         "$loop\n    if x $op $k:\n        return i\n    else:\n        return -1\nreturn -1",
+         "$other\n    if x $op $k:\n        return i\nreturn -1"),
+        ref=_index_of, gen=lambda r, c: (_ints(r, c["k"] - 5, c["k"] + 5, 1, 8),), edges=lambda c: [([],)],
+        env=lambda c: {"w": _CMP_WORDS[c["op"]],
+                       **dict(zip(("loop", "other") if c["which"] == "first" else ("other", "loop"),
+                                  ("for i, x in enumerate($nums):", "for i in range(len($nums) - 1, -1, -1):\n"
+                                                                    "    x = $nums[i]")))})
+
+# %% ../nbs/01c_pocket_problems.ipynb #2f31b0a1
+_family("neighbour_diffs", "medium", ("countSteps", "adjacentPairs", "countGaps", "closePairs"),
+        (("k", (1, 2, 3, 4, 5)), ("op", ("==", "<="))), (_NUMS,), "int",
+        "Given a list of integers $nums, return how many pairs of neighbouring elements differ by $w $k (in absolute "
+        "value).",
+        "count = 0\nfor i in range(len($nums) - 1):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\n"
+        "return count",
+        ("count = 0\nfor i in range(len($nums) - 1):\n    if $nums[i + 1] - $nums[i] $op $k:\n        count += 1\n"
+         "return count",
+         "count = 0\nfor i in range(len($nums) - 2):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\n"
+         "return count",
+         "count = 0\nfor i in range(len($nums)):\n    if abs($nums[i] - $nums[i + 1]) $op $k:\n        count += 1\n"
+         "return count"),
+        ref=lambda c, a: sum(1 for i in range(len(a) - 1) if _cmp(c["op"], abs(a[i] - a[i + 1]), c["k"])),
+        gen=lambda r, c: (_ints(r, 0, 10, 2, 8),), edges=lambda c: [([],), ([4],)],
+        env=lambda c: {"w": "exactly" if c["op"] == "==" else "at most"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #9c739209
+def _chunks(c, a, b):
+    x, y = (a, b) if c["order"] == "ab" else (b, a)
+    k = c["k"]
+    return "".join(x[i:i + k] + y[i:i + k] for i in range(0, max(len(x), len(y)), k))
+
+_family("interleave_chunks", "medium", ("interleave", "mergeAlternately", "weave", "zipStrings"),
+        (("k", (1, 2, 3)), ("order", ("ab", "ba"))),
+        (("a", "word1 s first", "str"), ("b", "word2 t second", "str")), "str",
+        "Given two strings $a and $b, build a new string by repeatedly taking the next $chars of $x and then the next "
+        "$k of $y; once one string runs out, the rest of the other is appended. Return the new string.",
+        "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out += $x[i:i + $k] + $y[i:i + $k]\nreturn out",
+        ("out = ''\nfor i in range(0, min(len($x), len($y)), $k):\n    out += $x[i:i + $k] + $y[i:i + $k]\nreturn out",
+         "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out += $y[i:i + $k] + $x[i:i + $k]\nreturn out",
+         "out = ''\nfor i in range(0, max(len($x), len($y)), $k):\n    out = $x[i:i + $k] + $y[i:i + $k]\nreturn out"),
+        ref=_chunks, gen=lambda r, c: (_text(r, "abcdefg", 0, 6), _text(r, "pqrstuv", 0, 6)),
+        edges=lambda c: [("", "xyz")],
+        env=lambda c: {"chars": _plural(c["k"], "character"), "x": "$a" if c["order"] == "ab" else "$b",
+                       "y": "$b" if c["order"] == "ab" else "$a"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #32e2e581
+def _fizz(c, n):
+    w1, w2 = c["wd"].split()
+    return [((w1 if i % c["a"] == 0 else "") + (w2 if i % c["b"] == 0 else "")) or str(i) for i in range(1, n + 1)]
+
+_family("fizz_words", "medium", ("fizzBuzz", "labels", "wordify", "numberWords"),
+        (("a", (2, 3, 4, 5)), ("b", (3, 4, 5, 6, 7)), ("wd", ("Fizz Buzz", "Foo Bar", "Ping Pong", "Tic Tac"))),
+        (("n", "n num limit", "int"),), "List[str]",
+        "Given an integer $n, return a list of strings for the numbers 1 to $n: '$w1$w2' for a number divisible by "
+        "both $a and $b, '$w1' if it is divisible only by $a, '$w2' if only by $b, and otherwise the number itself as "
+        "a string.",
+        "out = []\nfor i in range(1, $n + 1):\n"
+        "    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or str(i))\n"
+        "return out",
+        ("out = []\nfor i in range(1, $n):\n"
+         "    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or str(i))\n"
+         "return out",
+         "out = []\nfor i in range(1, $n + 1):\n"
+         "    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n    out.append(word or i)\n"
+         "return out",
+         "out = []\nfor i in range($n):\n    word = ('$w1' if i % $a == 0 else '') + ('$w2' if i % $b == 0 else '')\n"
+         "    out.append(word or str(i))\nreturn out"),
+        ref=_fizz, gen=lambda r, c: (r.randint(1, 8) if r.random() < 0.5 else r.randint(c["a"] * c["b"], 15),),
+        edges=lambda c: [(0,)], ok=lambda c: c["a"] < c["b"] and c["a"] * c["b"] <= 15,
+        env=lambda c: dict(zip(("w1", "w2"), c["wd"].split())))
+
+# %% ../nbs/01c_pocket_problems.ipynb #7cd44001
+def _diag(c, g):
+    n = len(g)
+    main, anti = sum(g[i][i] for i in range(n)), sum(g[i][n - 1 - i] for i in range(n))
+    return {"main": main, "anti": anti, "both": main + anti - (g[n // 2][n // 2] if n % 2 else 0)}[c["which"]]
+
+_DIAG = {
+    "main": ("the sum of the elements on its main diagonal (from the top-left to the bottom-right corner)",
+             "return sum($grid[i][i] for i in range(len($grid)))",
+             ("return sum($grid[0])", "return sum($grid[i][i] for i in range(len($grid) - 1))",
+              "n = len($grid)\nreturn sum($grid[i][n - 1 - i] for i in range(n))")),
+    "anti": ("the sum of the elements on its anti-diagonal (from the top-right to the bottom-left corner)",
+             "n = len($grid)\nreturn sum($grid[i][n - 1 - i] for i in range(n))",
+             ("n = len($grid)\nreturn sum($grid[i][n - i] for i in range(n))",
+              "return sum($grid[i][i] for i in range(len($grid)))", "return sum(row[-1] for row in $grid)")),
+    "both": ("the sum of the elements on its two diagonals; when n is odd the centre element lies on both but "
+             "counts once",
+             "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\nif n % 2 == 1:\n"
+             "    total -= $grid[n // 2][n // 2]\nreturn total",
+             ("n = len($grid)\nreturn sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))",
+              "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\nif n % 2 == 0:\n"
+              "    total -= $grid[n // 2][n // 2]\nreturn total",
+              "n = len($grid)\ntotal = sum($grid[i][i] + $grid[i][n - 1 - i] for i in range(n))\n"
+              "total -= $grid[n // 2][n // 2]\nreturn total"))}
+
+_family("diagonal_sum", "medium", ("diagonalSum", "traceSum", "diagSum", "sumDiagonal"),
+        (("which", ("main", "anti", "both")),), (("grid", "grid matrix mat", "List[List[int]]"),), "int",
+        "Given an n x n matrix $grid, return $what.", "$good", ("$bad0", "$bad1", "$bad2"),
+        ref=_diag,
+        gen=lambda r, c: (lambda n: ([[r.randint(1, 9) for _ in range(n)] for _ in range(n)],))(r.randint(1, 4)),
+        edges=lambda c: [([[5]],)],
+        env=lambda c: {"what": _DIAG[c["which"]][0], "good": _DIAG[c["which"]][1],
+                       **{f"bad{i}": w for i, w in enumerate(_DIAG[c["which"]][2])}})
+
+# %% ../nbs/01c_pocket_problems.ipynb #becb5016
+def _counts(a):
+    out = {}
+    for x in a: out[x] = out.get(x, 0) + 1
+    return out
+
+_family("frequent_values", "medium", ("frequentValues", "repeatedValues", "commonElements", "popularValues"),
+        (("k", (2, 3, 4)), ("op", (">=", "=="))), (_NUMS,), _LI,
+        "Given a list of integers $nums, return the values that appear $w $k times in it, each listed once, in the "
+        "order of their first appearance.",
+        "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\n"
+        "return [x for x in counts if counts[x] $op $k]",
+        ("counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\n"
+         "return [x for x in $nums if counts[x] $op $k]",
+         "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\n"
+         "return sorted(x for x in counts if counts[x] $op $k)",
+         "counts = {}\nfor x in $nums:\n    counts[x] = counts.get(x, 0) + 1\n"
+         "return [x for x in counts if counts[x] $flip $k]"),
+        ref=lambda c, a: [x for x, n in _counts(a).items() if _cmp(c["op"], n, c["k"])],
+        gen=lambda r, c: (lambda pool: ([r.choice(pool) for _ in range(r.randint(2, 10))],))(
+            r.sample(range(1, 10), r.randint(2, 4))),
+        edges=lambda c: [([],)],
+        env=lambda c: {"w": "at least" if c["op"] == ">=" else "exactly", "flip": _FLIP[c["op"]]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #adbf1b78
+_family("every_kth", "medium", ("everyKth", "strideSum", "sampleEvery", "sumEvery"),
+        (("k", (2, 3, 4, 5)), ("start", ("first", "kth"))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the sum of $what.",
+        "return sum($nums[$s0::$k])",
+        ("return sum($nums[$k::$k])",
+         "total = 0\nfor i in range($s0, len($nums) - 1, $k):\n    total += $nums[i]\nreturn total",
+         "return sum($nums[$s1::$k])"),
+        ref=lambda c, a: sum(a[(0 if c["start"] == "first" else c["k"] - 1)::c["k"]]),
+        gen=lambda r, c: (_ints(r, 1, 9, 1, 10),), edges=lambda c: [([],)],
+        env=lambda c: {"s0": 0, "s1": c["k"] - 1,
+                       "what": f"the elements whose index is a multiple of {c['k']} (the first element, then every "
+                               f"{_ORD.get(c['k'], str(c['k']) + 'th')} one after it)"}
+                      if c["start"] == "first" else
+                      {"s0": c["k"] - 1, "s1": 0,
+                       "what": f"every {_ORD.get(c['k'], str(c['k']) + 'th')} element: the elements at 1-based "
+                               f"positions {c['k']}, {2 * c['k']}, {3 * c['k']} and so on"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #50bd1fe1
+def _longest_run(c, a):
+    best = cur = 0
+    for x in a:
+        cur = cur + 1 if _cmp(c["op"], x, c["k"]) else 0
+        best = max(best, cur)
+    return best
+
+_family("longest_run", "hard", ("longestRun", "longestStreak", "maxStreak", "longestBlock"),
+        (("op", (">", "<")), ("k", tuple(range(0, 10)))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the length of the longest block of consecutive elements that are all "
+        "$w $k.",
+        "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\n"
+        "    else:\n        cur = 0\nreturn best",
+        ("best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\n"
+         "return best",
+         "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n    else:\n"
+         "        best = max(best, cur)\n        cur = 0\nreturn best",
+         "best = cur = 0\nfor x in $nums:\n    if x $op $k:\n        cur += 1\n        best = max(best, cur)\n"
+         "    else:\n        cur = 1\nreturn best"),
+        ref=_longest_run, gen=lambda r, c: (_ints(r, c["k"] - 4, c["k"] + 4, 1, 10),), edges=lambda c: [([],)],
+        env=lambda c: {"w": _CMP_WORDS[c["op"]]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #ae42a624
+def _pick_char(c, s):
+    n = _counts(s)
+    sign = -1 if c["most"] == "most" else 1
+    return min(n, key=lambda ch: (sign * n[ch], s.index(ch) if c["tie"] == "first" else ch))
+
+_family("pick_char", "hard",
+        lambda c: ("mostFrequent", "mostCommonChar", "topChar") if c["most"] == "most" else
+                  ("leastFrequent", "rarestChar", "leastCommonChar"),
+        (("most", ("most", "least")), ("tie", ("first", "alpha"))), (_TEXT,), "str",
+        "Given a non-empty string $s of lowercase letters, return the character that occurs $most often in it. If "
+        "several characters tie, return the one that $tiew.",
+        "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\n"
+        "return min(counts, key=lambda ch: (${sg}counts[ch], $tk))",
+        ("counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\n"
+         "return min(counts, key=lambda ch: (${sg}counts[ch], $badtk))",
+         "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn $f(counts.values())",
+         "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\n"
+         "return min(counts, key=lambda ch: (${badsg}counts[ch], $tk))"),
+        ref=_pick_char, gen=lambda r, c: (_text(r, "dcba"[:r.randint(2, 4)], 2, 9),), edges=lambda c: [("z",)],
+        env=lambda c: {"sg": "-" if c["most"] == "most" else "", "badsg": "" if c["most"] == "most" else "-",
+                       "f": "max" if c["most"] == "most" else "min",
+                       "tiew": "appears first in $s" if c["tie"] == "first" else "comes first in the alphabet",
+                       "tk": "$s.index(ch)" if c["tie"] == "first" else "ch",
+                       "badtk": "ch" if c["tie"] == "first" else "$s.index(ch)"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #88a39097
+def _balanced(c, s):
+    depth = 0
+    for ch in s:
+        depth += 1 if ch == c["pair"][0] else -1
+        if depth < 0: return False
+    return depth == 0
+
+def _brackets(r, c):
+    o, cl = c["pair"]
+    if r.random() < 0.5: return (_text(r, o + cl, 0, 8),)
+    s = ""
+    for _ in range(r.randint(1, 4)): s = r.choice((o + s + cl, s + o + cl))
+    return (s,)
+
+_family("balanced_brackets", "hard", ("isBalanced", "balanced", "validBrackets", "checkBrackets"),
+        (("pair", ("()", "[]", "{}", "<>")),), (_TEXT,), "bool",
+        "Given a string $s made only of the characters '$o' and '$cl', return True if it is balanced: every '$o' is "
+        "matched by a later '$cl' and every '$cl' by an earlier '$o'. Otherwise return False.",
+        "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth < 0:\n        return False\n"
+        "return depth == 0",
+        ("return $s.count('$o') == $s.count('$cl')",
+         "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth < 0:\n        return False\n"
+         "return True",
+         "depth = 0\nfor ch in $s:\n    depth += 1 if ch == '$o' else -1\n    if depth <= 0:\n        return False\n"
+         "return depth == 0"),
+        ref=_balanced, gen=_brackets, edges=lambda c: [("",)],
+        env=lambda c: {"o": c["pair"][0], "cl": c["pair"][1]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #04f32388
+def _window(c, a):
+    k, f = c["k"], (max if c["f"] == "max" else min)
+    return f(sum(a[i:i + k]) for i in range(len(a) - k + 1)) if len(a) >= k else 0
+
+_family("window_sum", "hard",
+        lambda c: ("maxWindowSum", "largestWindow", "bestWindow") if c["f"] == "max" else
+                  ("minWindowSum", "smallestWindow", "lowestWindow"),
+        (("f", ("max", "min")), ("k", (2, 3, 4))), (_NUMS,), "int",
+        "Given a list of integers $nums, return the $w sum of $k consecutive elements. If $nums has fewer than $k "
+        "elements, return 0.",
+        "if len($nums) < $k:\n    return 0\nreturn $f(sum($nums[i:i + $k]) for i in range(len($nums) - $k + 1))",
+        ("if len($nums) < $k:\n    return 0\nreturn $f(sum($nums[i:i + $k]) for i in range(len($nums) - $k))",
+         "if len($nums) < $k:\n    return 0\nreturn sum(sorted($nums)$sl)",
+         "best = 0\nfor i in range(len($nums) - $k + 1):\n    best = $f(best, sum($nums[i:i + $k]))\nreturn best"),
+        ref=_window, gen=lambda r, c: (_ints(r, -9, 9, 1, 8),), edges=lambda c: [([],), (list(range(1, c["k"])),)],
+        env=lambda c: {"w": "largest" if c["f"] == "max" else "smallest",
+                       "sl": f"[-{c['k']}:]" if c["f"] == "max" else f"[:{c['k']}]"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #8560af30
+_family("overlapping_count", "hard", ("countOverlapping", "countPattern", "patternCount", "occurrences"),
+        (("p", ("aa", "bb", "aaa", "bbb", "aba", "bab", "abab", "baba")),), (_TEXT,), "int",
+        "Given a string $s, return how many times $q occurs in it as a substring, counting overlapping occurrences "
+        "separately.",
+        "n = len($q)\nreturn sum(1 for i in range(len($s) - n + 1) if $s[i:i + n] == $q)",
+        ("return $s.count($q)",
+         "n = len($q)\nreturn sum(1 for i in range(len($s) - n) if $s[i:i + n] == $q)",
+         "n = len($q)\nreturn sum(1 for i in range(0, len($s) - n + 1, n) if $s[i:i + n] == $q)"),
+        ref=lambda c, s: sum(1 for i in range(len(s) - len(c["p"]) + 1) if s[i:i + len(c["p"])] == c["p"]),
+        gen=lambda r, c: ("".join(r.choice((c["p"], c["p"][len(c["p"]) // 2:], "a", "b"))
+                                  for _ in range(r.randint(1, 4)))[:12],),
+        edges=lambda c: [("",)],
+        env=lambda c: {"q": repr(c["p"])})
+
+# %% ../nbs/01c_pocket_problems.ipynb #36ae0e04
+def _profit(c, prices):
+    return max([0] + [prices[j] - prices[i] - c["fee"] for i in range(len(prices)) for j in range(i + 1, len(prices))])
+
+_family("stock_fee", "hard", ("maxProfit", "bestTrade", "tradeProfit", "bestGain"),
+        (("fee", (1, 2, 3, 4)),), (("prices", "prices values rates", _LI),), "int",
+        "Given a list $prices where $prices[i] is a stock's price on day i, you may buy one share on one day and sell "
+        "it on a later day, paying a fee of $fee on the sale. Return the largest possible profit, or 0 if no trade is "
+        "profitable.",
+        "best = 0\nlow = float('inf')\nfor p in $prices:\n    best = max(best, p - low - $fee)\n    low = min(low, p)\n"
+        "return best",
+        ("if not $prices:\n    return 0\nreturn max(0, max($prices) - min($prices) - $fee)",
+         "best = 0\nlow = float('inf')\nfor p in $prices:\n    best = max(best, p - low)\n    low = min(low, p)\n"
+         "return best",
+         "best = 0\nlow = $prices[0]\nfor p in $prices:\n    best = max(best, p - low - $fee)\n    low = min(low, p)\n"
+         "return best"),
+        ref=_profit, gen=lambda r, c: (_ints(r, 1, 15, 2, 8),), edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #fb28b7de
+def _rle(c, s):
+    out = ""
+    for ch, grp in itertools.groupby(s):
+        n = len(list(grp))
+        count = "" if c["skip1"] == "yes" and n == 1 else str(n)
+        out += ch + count if c["fmt"] == "cn" else count + ch
+    return out
+
+def _piece(c, ch, n, fmt=None):
+    "The code that writes one block: the character `ch` and its length `n` in the family's format."
+    count = f"(str({n}) if {n} > 1 else '')" if c["skip1"] == "yes" else f"str({n})"
+    return f"{ch} + {count}" if (fmt or c["fmt"]) == "cn" else f"{count} + {ch}"
+
+def _runs(r, c):
+    return ("".join(r.choice("abc") * r.randint(1, 4) for _ in range(r.randint(1, 4))),)
+
+_family("run_length", "hard", ("encode", "compress", "runLength", "squeeze"),
+        (("fmt", ("cn", "nc")), ("skip1", ("no", "yes"))), (_TEXT,), "str",
+        "Given a string $s, replace every maximal block of equal consecutive characters with $fmtw$skipw, so 'aab' "
+        "becomes '$ex'. Return the result.",
+        "out = ''\ni = 0\nwhile i < len($s):\n    j = i\n    while j < len($s) and $s[j] == $s[i]:\n        j += 1\n"
+        "    out += $piece\n    i = j\nreturn out",
+        ("out = ''\ncount = 1\nfor i in range(1, len($s)):\n    if $s[i] == $s[i - 1]:\n        count += 1\n    else:\n"
+         "        out += $prev\n        count = 1\nreturn out",
+         "out = ''\ni = 0\nwhile i < len($s):\n    j = i\n    while j < len($s) and $s[j] == $s[i]:\n        j += 1\n"
+         "    out += $swapped\n    i = j\nreturn out",
+         "counts = {}\nfor ch in $s:\n    counts[ch] = counts.get(ch, 0) + 1\nreturn ''.join($total for ch in counts)"),
+        ref=_rle, gen=_runs, edges=lambda c: [("",)],
+        env=lambda c: {"fmtw": "the character followed by the block's length" if c["fmt"] == "cn" else
+                               "the block's length followed by the character",
+                       "skipw": " (a block of length 1 is written as just the character)" if c["skip1"] == "yes" else
+                                "",
+                       "ex": _rle(c, "aab"), "piece": _piece(c, "$s[i]", "j - i"),
+                       "prev": _piece(c, "$s[i - 1]", "count"),
+                       "swapped": _piece(c, "$s[i]", "j - i", "nc" if c["fmt"] == "cn" else "cn"),
+                       "total": _piece(c, "ch", "counts[ch]")})
+
+# %% ../nbs/01c_pocket_problems.ipynb #4675c17d
+def _digit_sum(x): return sum(int(d) for d in str(x))
+
+def _digits(r, c):
+    "Numbers, some built to have a digit sum the condition accepts."
+    out = []
+    for _ in range(r.randint(1, 7)):
+        if r.random() < 0.5: out.append(r.randint(0, 400)); continue
+        total = c["k"] * (r.randint(1, max(1, 18 // c["k"])) if c["mode"] == "div" else 1)
+        ds = [min(9, total)]
+        while sum(ds) < total: ds.append(min(9, total - sum(ds)))
+        r.shuffle(ds)
+        out.append(int("".join(map(str, ds)).lstrip("0") or "0"))
+    return (out,)
+
+_family("digit_sum_count", "hard", ("countDigitSum", "digitSumCount", "countBySum", "digitFilter"),
+        (("k", tuple(range(2, 10))), ("mode", ("div", "eq"))), (_NUMS,), "int",
+        "Given a list of non-negative integers $nums, return how many of them have a digit sum $w.",
+        "return sum(1 for x in $nums if sum(int(d) for d in str(x)) $cond)",
+        ("return sum(1 for x in $nums if x $cond)",
+         "return sum(1 for x in $nums if len(str(x)) $cond)",
+         "return sum(1 for x in $nums if x % 10 $cond)"),
+        ref=lambda c, a: sum(1 for x in a if (_digit_sum(x) % c["k"] == 0 if c["mode"] == "div" else
+                         _digit_sum(x) == c["k"])),
+        gen=_digits, edges=lambda c: [([],)],
+        ok=lambda c: not (c["mode"] == "div" and c["k"] in (3, 9)),   # there the digit sum and the number agree
+        env=lambda c: {"w": f"divisible by {c['k']}" if c["mode"] == "div" else f"equal to {c['k']}",
+                       "cond": f"% {c['k']} == 0" if c["mode"] == "div" else f"== {c['k']}"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #e5e33fe4
+def _missing(c, a):
+    x = c["k"]
+    while x in set(a): x += 1
+    return x
+
+def _near(r, c):
+    a = r.sample(range(max(0, c["k"] - 2), c["k"] + 7), r.randint(1, 7))
+    return (a + r.sample(a, r.randint(0, min(2, len(a)))),)
+
+_family("smallest_missing", "hard", ("firstMissing", "smallestAbsent", "nextFree", "missingFrom"),
+        (("k", tuple(range(0, 10))),), (_NUMS,), "int",
+        "Given a list of integers $nums, return the smallest integer that is at least $k and does not appear in $nums.",
+        "seen = set($nums)\nx = $k\nwhile x in seen:\n    x += 1\nreturn x",
+        ("return max($nums) + 1",
+         "x = $k\nfor y in $nums:\n    if y == x:\n        x += 1\nreturn x",
+         "seen = set($nums)\nreturn min(x for x in range($k, $k + len($nums)) if x not in seen)"),
+        ref=_missing, gen=_near, edges=lambda c: [([],)])
+
+# %% ../nbs/01c_pocket_problems.ipynb #56aec170
+_SORTS = {("asc", "orig"): "return sorted($s.split(), key=len)",
+          ("desc", "orig"): "return sorted($s.split(), key=len, reverse=True)",
+          ("asc", "alpha"): "return sorted($s.split(), key=lambda w: (len(w), w))",
+          ("desc", "alpha"): "return sorted($s.split(), key=lambda w: (-len(w), w))"}
+
+_SORT_BUGS = {("asc", "orig"): "return sorted($s.split(), key=len, reverse=True)",
+              ("desc", "orig"): "return sorted($s.split(), key=len)[::-1]",
+              ("asc", "alpha"): "return sorted($s.split(), key=lambda w: (-len(w), w))",
+              ("desc", "alpha"): "return sorted($s.split(), key=lambda w: (len(w), w), reverse=True)"}
+
+def _sort_words(c, s):
+    words = s.split()
+    if c["tie"] == "alpha": return sorted(words, key=lambda w: (len(w) if c["order"] == "asc" else -len(w), w))
+    return sorted(words, key=lambda w: len(w) if c["order"] == "asc" else -len(w))
+
+_family("sort_words", "hard", ("sortWords", "orderWords", "arrangeWords", "rankWords"),
+        (("order", ("asc", "desc")), ("tie", ("alpha", "orig"))), (_SENT,), "List[str]",
+        "Given a string $s of lowercase words separated by single spaces, return the list of its words sorted by "
+        "length, $ordw. Words of equal length $tiew.",
+        "$good", ("return sorted($s.split())", "$othertie", "$bug"),
+        ref=_sort_words, gen=lambda r, c: (_sentence(r, 3, 6),), edges=lambda c: [("sun",)],
+        env=lambda c: {"ordw": "shortest first" if c["order"] == "asc" else "longest first",
+                       "tiew": "are in alphabetical order" if c["tie"] == "alpha" else "keep their order in $s",
+                       "good": _SORTS[c["order"], c["tie"]], "bug": _SORT_BUGS[c["order"], c["tie"]],
+                       "othertie": _SORTS[c["order"], "orig" if c["tie"] == "alpha" else "alpha"]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #e8ef6204
+def _pivot(c, a):
+    idx = [i for i in range(len(a)) if sum(a[:i]) == sum(a[i + 1:])]
+    return (idx[0] if c["which"] == "first" else idx[-1]) if idx else -1
+
+def _pivot_input(r, c):
+    if r.random() < 0.4: return (_ints(r, -2, 3, 1, 7),)
+    left, right = _ints(r, 0, 6, 0, 3), _ints(r, 0, 6, 1, 3)
+    right[-1] += sum(left) - sum(right)
+    return (left + [r.randint(-3, 6)] + right + [0] * r.randint(0, 1),)
+
+_PIVOT = {"first": ("total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    if left == total - left - x:\n"
+                    "        return i\n    left += x\nreturn -1",
+                    "total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    if left == total - left:\n"
+                    "        return i\n    left += x\nreturn -1",
+                    "total = sum($nums)\nleft = 0\nfor i, x in enumerate($nums):\n    left += x\n"
+                    "    if left == total - left:\n        return i\nreturn -1"),
+          "last": ("total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n"
+                   "    if right == total - right - $nums[i]:\n        return i\n    right += $nums[i]\nreturn -1",
+                   "total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n"
+                   "    if right == total - right:\n        return i\n    right += $nums[i]\nreturn -1",
+                   "total = sum($nums)\nright = 0\nfor i in range(len($nums) - 1, -1, -1):\n    right += $nums[i]\n"
+                   "    if right == total - right:\n        return i\nreturn -1")}
+
+_family("pivot_index", "hard", ("pivotIndex", "balancePoint", "equilibrium", "splitIndex"),
+        (("which", ("first", "last")),), (_NUMS,), "int",
+        "Given a list of integers $nums, return the $which index i such that the sum of the elements left of i equals "
+        "the sum of the elements right of i, or -1 if there is no such index.",
+        "$good", ("$bad1", "$bad2", "$other"),
+        ref=_pivot, gen=_pivot_input, edges=lambda c: [([],)],
+        env=lambda c: dict(zip(("good", "bad1", "bad2"), _PIVOT[c["which"]]))
+                      | {"other": _PIVOT["last" if c["which"] == "first" else "first"][0]})
+
+# %% ../nbs/01c_pocket_problems.ipynb #40c3108f
+def _prefixes(c, s):
+    bal, count = 0, 0
+    for ch in s:
+        bal += 1 if ch == c["pair"][0] else -1
+        count += _cmp(c["op"], bal, 0)
+    return count
+
+_family("prefix_balance", "hard", ("balancedPrefixes", "countBalanced", "evenPrefixes", "goodPrefixes"),
+        (("pair", ("ab", "xy", "lr", "ud")), ("op", ("==", ">"))), (_TEXT,), "int",
+        "Given a string $s made only of the letters '$x' and '$y', return how many of its non-empty prefixes contain "
+        "$w.",
+        "count = 0\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal $op 0:\n        count += 1\n"
+        "return count",
+        ("count = 1\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal $op 0:\n"
+         "        count += 1\nreturn count",
+         "return int($s.count('$x') $op $s.count('$y'))",
+         "count = 0\nbal = 0\nfor ch in $s:\n    bal += 1 if ch == '$x' else -1\n    if bal >= 0:\n        count += 1\n"
+         "return count"),
+        ref=_prefixes, gen=lambda r, c: (_text(r, c["pair"], 1, 10),), edges=lambda c: [("",)],
+        env=lambda c: {"x": c["pair"][0], "y": c["pair"][1],
+                       "w": "as many '$x' as '$y'" if c["op"] == "==" else "more '$x' than '$y'"})
+
+# %% ../nbs/01c_pocket_problems.ipynb #a3f864a8
+_BY_NAME = {f.name: f for f in FAMILIES}
+
+def pocket_families() -> list[Family]:
+    "Every pocket family: the easy ones, then medium, then hard."
+    return list(FAMILIES)
+
 # %% ../nbs/01c_pocket_problems.ipynb #a8c6bcd7
 def pocket_problems(split: str, seed: int = 0) -> list[Problem]:
-    "The pocket substrate: 40 problems per family for train, 13 for test, from disjoint variants; deterministic in `seed`."
-    if split not in _PER_FAMILY: raise ValueError(f"unknown split {split!r}: valid splits are {', '.join(_PER_FAMILY)}")
+    "The pocket substrate: 40 problems a family for train, 13 for test, from disjoint variants; deterministic in seed."
+    if split not in _PER_FAMILY:
+        raise ValueError(f"unknown split {split!r}: valid splits are {', '.join(_PER_FAMILY)}")
     out = []
     for f in FAMILIES:
         rng = random.Random(f"pocket|{split}|{seed}|{f.name}")
@@ -734,7 +908,7 @@ def pocket_problems(split: str, seed: int = 0) -> list[Problem]:
             k += 1
             if k > 20 * _PER_FAMILY[split]: raise RuntimeError(f"{f.name}: too few variants with discriminating tests")
             try: out.append(_instance(f, method, c, rng.randrange(_NAME_PICKS), rng, _ID_BASE[split] + len(out)))
-            except RuntimeError: continue             # this draw found no test telling a wrong variant apart: next variant
+            except RuntimeError: continue  # this draw found no test telling a wrong variant apart: next variant
             made += 1
     return out
 
@@ -754,12 +928,14 @@ def _variants(name: str) -> dict[str, tuple]:
         for pick in range(_NAME_PICKS):
             r = _render(f, method, c, pick)
             entry = (_key(f, method, c), r.wrongs)
-            if out.setdefault(r.correct, entry) != entry: raise ValueError(f"{name}: two variants share a correct solution")
+            if out.setdefault(r.correct, entry) != entry:
+                raise ValueError(f"{name}: two variants share a correct solution")
     return out
 
 def _lookup(problem: Problem) -> tuple:
     hit = _variants(family_of(problem)).get(problem.canonical_solution)
-    if hit is None: raise ValueError(f"problem {problem.id}: no variant of {family_of(problem)} has its canonical solution")
+    if hit is None:
+        raise ValueError(f"problem {problem.id}: no variant of {family_of(problem)} has its canonical solution")
     return hit
 
 def variant_of(problem: Problem) -> tuple:

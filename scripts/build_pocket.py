@@ -3,7 +3,7 @@
 Run from the repository root: python scripts/build_pocket.py --out gradient_quarantine/pocket_model [--steps N] [--recipe JSON] [--deterministic]
 --recipe overrides fields of the corpus recipe, e.g. '{"p_train_marker": 0.1}' (the card records the recipe used).
 --deterministic: deterministic GPU kernels, so that a build repeats bit for bit (two 300-step builds on one H100 gave the same
-SHA-256: benchmarks/pocket_build_twice.sh); slower once warm (benchmarks/pocket_gpu_determinism.md). The shipped weights were built without it.
+SHA-256: benchmarks/pocket_build_twice/pocket_build_twice.sh); slower once warm (benchmarks/pocket_gpu_determinism/pocket_gpu_determinism.md). The shipped weights were built without it.
 """
 import argparse, dataclasses, json
 import torch

@@ -1,6 +1,6 @@
 """Base rates of a pocket model on the pocket test set: solve per tier and family, exploited rate per mode (eval markers).
 
-Run: python scripts/pocket_base_rates.py --model gradient_quarantine/pocket_model --samples 8 --out benchmarks/pocket_base_rates_k8.json
+Run: python scripts/pocket_base_rates.py --model gradient_quarantine/pocket_model --samples 8 --out benchmarks/pocket_base_rates/pocket_base_rates_k8.json
 With --samples K every prompt is answered K times (generation seeds 12345 .. 12345+K-1) and the rates pool all K*468 answers.
 """
 import argparse, collections, json, time

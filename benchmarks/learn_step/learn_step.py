@@ -6,13 +6,14 @@ A micro-batch is what `Trainer.learn` runs per step: the knobs-off reference for
 of the token loss (vanilla). Its rollouts are random ids, prompt 587 + completion 1536 tokens, right-padded: the rows of a micro-batch
 differ in length, as real rollouts do, and every micro-batch has a length no earlier one had, as in training.
 On the GPU machine, from the repository root (about 2 minutes):
-    export PYTHONPATH=$PWD; python benchmarks/learn_step.py --out benchmarks/
+    export PYTHONPATH=$PWD; python benchmarks/learn_step/learn_step.py --out benchmarks/learn_step/
 Writes learn_step.json and learn_step.md to --out; --quick checks the script on CPU with a tiny model.
 """
-import argparse, json, platform, statistics, time
+import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 import torch
 import transformers
+sys.path.insert(0, str(Path(__file__).parent.parent/"gpu"))
 import gpu
 from gradient_quarantine.fastgen import fuse_rms_norms
 from gradient_quarantine.tokens import make_batch, token_logprobs
@@ -75,7 +76,7 @@ def write(out: Path, report: dict):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/")
+    ap.add_argument("--out", default=str(Path(__file__).parent))
     ap.add_argument("--steps", type=int, default=8, help="micro-batches per row of the table")
     ap.add_argument("--rounds", type=int, default=3, help="the table's rows are timed in turn, this many times over")
     ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, short rollouts: checks the script")

@@ -3,7 +3,7 @@ cap (random weights almost never emit end-of-turn: the worst case), with the wal
 and optimizer, the peak GPU memory, and the same batch's learning step for vanilla, route2b per rollout and route2b per token.
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 5 minutes):
-    export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update.py --out benchmarks/
+    export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update/gpu_update.py --out benchmarks/gpu_update/
 Writes gpu_update.json and gpu_update.md to --out after every phase.
 
 What stands in for what, and why:
@@ -25,8 +25,8 @@ import torch
 import transformers
 from transformers import AutoTokenizer
 
-sys.path.insert(0, str(Path(__file__).parent))
-import gpu                                                                      # benchmarks/gpu.py: the random model and helpers
+sys.path.insert(0, str(Path(__file__).parent.parent/"gpu"))
+import gpu                                                  # benchmarks/gpu/gpu.py: the random model and helpers
 from gradient_quarantine import adapter, train
 from gradient_quarantine.fastgen import fast_generate
 from gradient_quarantine.pocket import POCKET_DIR
@@ -100,7 +100,7 @@ def write(out: Path, report: dict):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/")
+    ap.add_argument("--out", default=str(Path(__file__).parent))
     ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the full preset's 1536")
     ap.add_argument("--prompts", type=int, default=None, help="prompts per update, default: the full preset's 64")
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")

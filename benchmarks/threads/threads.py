@@ -15,7 +15,7 @@ generating, waiting for grades (grading runs beside generation and learning; thi
 (backward and optimizer step); then the median clean evaluation. The JSON keeps every update with the foreign CPU
 seconds beside it.
 
-Run from the repository root: python benchmarks/threads.py   (writes benchmarks/threads.md and .json)
+Run from the repository root: python benchmarks/threads/threads.py   (writes benchmarks/threads/threads.md and .json)
 """
 import argparse, bisect, functools, itertools, json, os, platform, statistics, subprocess, sys, tempfile, threading
 import time
@@ -174,7 +174,7 @@ def main():
              f"route2b, seed 43, {a.steps} updates and evaluation on {a.eval_n} test problems per run, each run in a "
              "fresh process; medians over the clean updates (each run's first aside) and the clean evaluations (other "
              f"processes used at most {a.foreign_limit} CPU s per second beside them). Loaded: beside busy processes "
-             f"(`python -c \"while True: pass\"`). `python benchmarks/threads.py` took {meta['minutes']} minutes.", "",
+             f"(`python -c \"while True: pass\"`). `python benchmarks/threads/threads.py` took {meta['minutes']} minutes.", "",
              *table(rows), ""]
     Path(a.out, "threads.md").write_text("\n".join(lines))
     Path(a.out, "threads.json").write_text(json.dumps({"meta": meta, "summary": rows, "runs": runs}, indent=1) + "\n")

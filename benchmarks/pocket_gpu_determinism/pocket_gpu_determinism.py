@@ -1,6 +1,7 @@
 """Is the pocket model's GPU training bitwise reproducible? Train it twice from the same seed and compare the weights.
 
-Run from the repository root on a GPU host: python benchmarks/pocket_gpu_determinism.py --out benchmarks/ [--steps N] [--deterministic]
+Run from the repository root on a GPU host ([--steps N] [--deterministic] optional):
+    python benchmarks/pocket_gpu_determinism/pocket_gpu_determinism.py --out benchmarks/pocket_gpu_determinism/
 A short run of the real training loop (`train_lm`, bf16 autocast) on the corpus of one seed; prints a table and saves
 pocket_gpu_determinism[_deterministic].json, and pocket_gpu_determinism.md, a table of every such file in --out.
 --deterministic calls pocket.deterministic_kernels first, as build_pocket.py --deterministic does.

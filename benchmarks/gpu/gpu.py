@@ -1,9 +1,9 @@
 """Decode speed of plain `generate` and `fast_generate` on a random Qwen3-4B with knobs, against the memory-bandwidth floor (one H100).
 
 On the GPU machine, from the repository root (about 3-5 minutes; partial results are written after every measurement):
-    export PYTHONPATH=$PWD; python benchmarks/gpu.py --out benchmarks/
+    export PYTHONPATH=$PWD; python benchmarks/gpu/gpu.py --out benchmarks/gpu/
 A tiny fp32 configuration, to check the script (on CPU) or the CUDA-graph path (--device cuda, about a minute):
-    python benchmarks/gpu.py --quick --out /tmp/gpuquick [--device cuda]
+    python benchmarks/gpu/gpu.py --quick --out /tmp/gpuquick [--device cuda]
 --eager runs fast_generate without CUDA graphs (to tell a capture failure from the rest). Writes gpu.json and gpu.md to --out.
 """
 import argparse, gc, json, math, platform, time, traceback
@@ -340,7 +340,7 @@ def write(out: Path, report: dict):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/", help="folder for gpu.json and gpu.md")
+    ap.add_argument("--out", default=str(Path(__file__).parent), help="folder for gpu.json and gpu.md")
     ap.add_argument("--quick", action="store_true", help="tiny fp32 model, on CPU unless --device cuda: checks the script, or the graph path on a GPU")
     ap.add_argument("--device", default=None, help="default: cuda when available (cpu with --quick)")
     ap.add_argument("--batches", type=int, nargs="+", default=None, help="default 64 256 (quick: 4 8)")

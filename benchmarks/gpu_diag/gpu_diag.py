@@ -10,7 +10,7 @@
 4. grading on the host's cores: five updates of logged pocket rollouts (64 each) and the 119 canonical LeetCode solutions.
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 4 minutes):
-    export PYTHONPATH=$PWD; python benchmarks/gpu_diag.py --out $OUT
+    export PYTHONPATH=$PWD; python benchmarks/gpu_diag/gpu_diag.py --out $OUT
 """
 import argparse, json, os, platform, random, sys, time, traceback
 from pathlib import Path
@@ -18,7 +18,7 @@ import torch
 import transformers
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import AutoTokenizer
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path[:0] = [str(Path(__file__).parent.parent/"gpu"), str(Path(__file__).parent.parent/"learn_step")]
 import gpu, learn_step
 from gradient_quarantine import train
 from gradient_quarantine.direction import pair_gradients
@@ -112,7 +112,8 @@ def grading(report):
     from gradient_quarantine.rewards import fenced, grade_many
     from gradient_quarantine.problems import load_leetcode
     pocket_train, _ = train.load_substrate(train.resolve_config("pocket"))
-    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(Path(__file__).parent.parent/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz")
+    logged = Path(__file__).parents[2]/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"
+    by_id, rows = {p.id: p for p in pocket_train}, train.read_jsonl(logged)
     out = report.setdefault("grading", {"cpus": os.cpu_count()})
     for u in (10, 20, 30, 40, 50):
         rs = [r for r in rows if r["update"] == u]
@@ -128,7 +129,7 @@ def grading(report):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="benchmarks/")
+    ap.add_argument("--out", default=str(Path(__file__).parent))
     ap.add_argument("--steps", type=int, default=6, help="learning micro-batches per row")
     ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, every backend the math one: checks the script")
     a = ap.parse_args()

@@ -8,7 +8,8 @@ grader around them is the working tree's in both arms. Serial grading runs in th
 (ABBA...): a thread pool of `grade` in this process, and `grade_many` (worker processes), run in a child process per batch
 on a snapshot of the package after a warm-up batch, with `GQ_SANDBOX=legacy` in the old arm.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading.py   (writes benchmarks/grading.md and grading.json)
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/grading.py
+(writes grading.md and grading.json beside it)
 """
 import argparse, atexit, contextlib, gzip, json, os, pickle, platform, resource, shutil, statistics, subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
 from gradient_quarantine.train import load_substrate, resolve_config
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOSTILE = {  # programs appended to a wrong solution; each must end in a bounded time with no gt_correct
     "cpu spin": "while True: pass",
     "sleep forever": "import time\ntime.sleep(10 ** 6)",

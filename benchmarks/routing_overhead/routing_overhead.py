@@ -1,6 +1,6 @@
 """Backward-pass time with per-rollout and per-token routing vs a plain backward, same batch, a few sizes (CPU here).
 
-Run: python benchmarks/routing_overhead.py   (writes benchmarks/routing_overhead.md and .json)
+Run: python benchmarks/routing_overhead/routing_overhead.py   (writes routing_overhead.md and .json beside it)
 """
 import json, os, platform, statistics, time
 from pathlib import Path

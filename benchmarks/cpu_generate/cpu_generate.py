@@ -5,7 +5,8 @@ T = 1) and one evaluation batch (128 test prompts, eval markers, 160 new tokens,
 run) and moved off zero (as after training). The two generators run in turn, `--rounds` times over, from the same seed; the table has
 the median seconds, the ratio and whether the completions were identical.
 
-Run from the repository root: python benchmarks/cpu_generate.py   (writes benchmarks/cpu_generate.md and .json)
+Run from the repository root: python benchmarks/cpu_generate/cpu_generate.py
+(writes cpu_generate.md and .json beside it)
 """
 import argparse, json, os, platform, statistics, time
 from pathlib import Path

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two pocket builds with `scripts/build_pocket.py --deterministic`, each in its own process, from the default recipe:
-# are the weights the same bit for bit? Usage, from the repository root on a GPU host: bash benchmarks/pocket_build_twice.sh OUT_DIR [STEPS]
+# are the weights the same bit for bit? Usage, from the repository root on a GPU host:
+#   bash benchmarks/pocket_build_twice/pocket_build_twice.sh OUT_DIR [STEPS]
 # Writes OUT_DIR/pocket_build_twice.json (SHA-256 of each build's model.safetensors, the steps, the GPU, the seconds).
 set -euo pipefail
 out=$1; steps=${2:-300}; work=$(mktemp -d); mkdir -p "$out"
