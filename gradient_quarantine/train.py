@@ -24,7 +24,7 @@ from .artifacts import (RunDirBusy, append_jsonl, check_free_space, check_writab
                                            with_legacy_values, write_json, written_whole)
 from .adapter import attach_knobs, tiny_qwen3
 from .direction import DirectionSchedule, backward_chunks, random_direction, pair_gradients
-from .evaluate import Sampling, check_not_starved, evaluate
+from .evaluate import Sampling, evaluate
 from .fastgen import fuse_rms_norms, generate_fn
 from .optimizer import ConservingAdamW, clip_combined_
 from .pairs import load_pairs
@@ -581,7 +581,6 @@ def train_and_evaluate(self: Trainer, rerun: bool) -> dict:
     write_json(saved_cfg, asdict(cfg))
     t0 = time.time()
     self.train_updates(self.resume())
-    check_not_starved(read_jsonl(self.dir/"rollouts.jsonl.gz"))             # training rewards graded by a starved host?
     if self.progress: progress_line(f"evaluating deploy and as-trained on the test problems")
     results = self.evaluate()
     write_json(status, {"complete": True, "updates_completed": cfg.steps, "steps": cfg.steps,
