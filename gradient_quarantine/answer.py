@@ -19,7 +19,7 @@ import json, math
 from pathlib import Path
 import numpy as np
 from .results import read_eval
-from .rewards import MODES
+from .rewards import MODES, STARVED_SHARE, timed_out_share
 
 # %% ../nbs/90b_answer.ipynb #84257775
 TRANCHE2_SEEDS = range(100, 110)
@@ -126,8 +126,7 @@ def holm(p: dict) -> dict:
 # %% ../nbs/90b_answer.ipynb #a2abc3bc
 def timeout_share(run, state: str = "deploy") -> float:
     "The share of RUN's evaluation programs (STATE) that hit the grader's time limit."
-    records = read_eval(run, state)["records"]
-    return sum(bool(r["timed_out"]) for r in records) / len(records)
+    return timed_out_share(read_eval(run, state)["records"])
 
 # %% ../nbs/90b_answer.ipynb #4677b89b
 ANSWER_ARMS = ("vanilla", "route2b", "uniform", "random_v")

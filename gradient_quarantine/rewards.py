@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['MODES', 'NO_LOOPHOLE', 'PASS_PHRASES', 'PASS_WORDS', 'SENTINEL_ATTRS', 'RESULT_FILE_WORDS', 'EVAL_TEST_FUNCTIONS',
-           'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'GRADER_VERSION', 'check_mode', 'Marker',
-           'marker', 'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value', 'test_function',
-           'Observation', 'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading', 'GradingWorkerDied',
-           'GradingWorker', 'grading_workers', 'grade_many', 'verdict_key', 'VerdictCache', 'fenced', 'wrong_solution',
-           'exploit_completions', 'hack_matrix', 'matrix_ok']
+           'EVAL_STDOUT_PHRASES', 'EVAL_SENTINEL_ATTRS', 'EVAL_RESULT_FILES', 'STARVED_SHARE', 'GRADER_VERSION',
+           'check_mode', 'Marker', 'marker', 'reports_pass', 'extract_code', 'compiles', 'parse_tests', 'decode_value',
+           'test_function', 'Observation', 'observe', 'Grade', 'verdict', 'grade', 'grade_modes', 'serve_grading',
+           'GradingWorkerDied', 'GradingWorker', 'grading_workers', 'grade_many', 'timed_out_share', 'verdict_key',
+           'VerdictCache', 'fenced', 'wrong_solution', 'exploit_completions', 'hack_matrix', 'matrix_ok']
 
 # %% ../nbs/00_rewards.ipynb #89de31ce
 import ast, hashlib, json, os, pickle, re, subprocess, sys, threading, warnings
@@ -410,6 +410,14 @@ def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0,
     if cache is not None: cache.add(graded, hits=len(jobs) - len(todo))
     return [graded[k] if k in graded else known[k] for k in keys]
 
+
+# %% ../nbs/00_rewards.ipynb #28b5f6a4
+STARVED_SHARE = 0.01                # timed-out programs above this share of a run's gradings: a starved grader
+
+def timed_out_share(records) -> float:
+    "The share of graded RECORDS (dicts with a `timed_out` field) that hit the grader's time limit; 0 for none."
+    records = list(records)
+    return sum(bool(r["timed_out"]) for r in records) / len(records) if records else 0.0
 
 # %% ../nbs/00_rewards.ipynb #cache1
 GRADER_VERSION = 2   # part of every cached verdict's key: raise it with any change that could alter a verdict
