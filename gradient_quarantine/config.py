@@ -49,6 +49,7 @@ class Config:
     micro_batch: int = 16                 # rollouts per backward pass, at most
     micro_batch_tokens: int = 0           # padded tokens per backward pass, at most (0: no limit)
     gen_batch: int = 64                   # rollouts generated side by side, at most
+    rollout_streams: int = 0              # sample each update's prompts in k blocks, each seeded (0: one stream)
     eval_n: int = 0                       # test problems to evaluate (0 = all)
     eval_temperature: float = 0.7; eval_max_new_tokens: int = 32; eval_batch: int = 64   # the final evaluation
     mode_seed: int = 0                    # the substrate's mode partition (fixed across run seeds)
@@ -119,9 +120,13 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     if needs_reference and not cfg.reference_run:
         raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a "
                          "route2b run>" + (" or uniform_f" if cfg.arm == "uniform" else ""))
-    for name, least in (("steps", 1), ("group_size", 2), ("prompts_per_update", 1), ("checkpoint_every", 1)):
+    for name, least in (("steps", 1), ("group_size", 2), ("prompts_per_update", 1), ("checkpoint_every", 1),
+                        ("rollout_streams", 0)):
         if getattr(cfg, name) < least:
             raise ValueError(f"parameter {name} must be at least {least}, got {getattr(cfg, name)}")
+    if cfg.rollout_streams and cfg.prompts_per_update % cfg.rollout_streams:
+        raise ValueError(f"rollout_streams={cfg.rollout_streams} must divide "
+                         f"prompts_per_update={cfg.prompts_per_update}")
     return cfg
 
 # %% ../nbs/04b_config.ipynb #cfg019

@@ -63,6 +63,11 @@ def barrier(self: World):
     if self.size > 1: dist.barrier()
 
 @patch
+def close(self: World):
+    "Leave the process group (at the end of a run)."
+    if self.size > 1 and dist.is_initialized(): dist.destroy_process_group()
+
+@patch
 def broadcast(self: World, obj):
     "Rank 0's OBJ on every rank (any picklable value)."
     if self.size == 1: return obj

@@ -6,8 +6,8 @@ without it), checkpoints, resumes, and evaluates the deployed and as-trained mod
 # %% auto #0
 __all__ = ['SMOKE_ANSWERS', 'LABEL_FIELDS', 'MIN_FREE_BYTES', 'ROLLOUT_LOG_BYTES', 'GATE_STATS', 'load_substrate', 'smoke_policy',
            'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts', 'reference_frout', 'NonFiniteLoss',
-           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'progress_line',
-           'update_line', 'run_summary', 'training_figure', 'open_run', 'main']
+           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'rng_states',
+           'progress_line', 'update_line', 'run_summary', 'training_figure', 'open_run', 'main']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, functools, hashlib, math, os, random, shutil, sys, tempfile, time
@@ -23,6 +23,7 @@ from .artifacts import (RunDirBusy, append_jsonl, check_free_space, check_writab
                                            run_checkpoints, same_config, sweep_temp_files, truncate_log,
                                            with_legacy_values, write_json, written_whole)
 from .adapter import attach_knobs, tiny_qwen3
+from .distributed import World, check_streams, sampling_streams, seeded
 from .direction import DirectionSchedule, backward_chunks, random_direction, pair_gradients
 from .evaluate import Sampling, evaluate
 from .fastgen import fuse_rms_norms, generate_fn
@@ -149,8 +150,10 @@ class NonFiniteLoss(FloatingPointError): "A loss or gradient norm that is NaN or
 class Trainer:
     "One run: GRPO updates of the knobs, checkpoints, resume, and the final deploy/as-trained evaluation."
     def __init__(self, cfg: Config, grader=None, progress: bool = True):
+        self.world = World.from_env()                                     # one process, or a rank of torchrun's
+        check_streams(cfg.rollout_streams, cfg.prompts_per_update, self.world)
         self.verdicts = VerdictCache()                                    # this run's verdicts: a repeat is graded once
-        self.cfg, self.progress = cfg, progress
+        self.cfg, self.progress = cfg, progress and self.world.is_main     # rank 0 alone reports
         self.grader = grader or functools.partial(grade_rollouts, cache=self.verdicts)
         self.claim_run_dir()                                              # before any setup
         torch.manual_seed(self.cfg.seed)
@@ -162,9 +165,10 @@ class Trainer:
 # %% ../nbs/05_train.ipynb #3ee8709d
 @patch
 def claim_run_dir(self: Trainer):
-    "Settle the run directory (default runs/<arm>_s<seed>), check it can hold a run, lock it, sweep killed writes."
+    "Settle the run directory (default runs/<arm>_s<seed>); rank 0 checks it can hold a run, locks it, sweeps it."
     self.dir = Path(self.cfg.run_dir or default_run_dir(self.cfg.arm, self.cfg.seed))
-    self.cfg = dataclasses.replace(self.cfg, run_dir=str(self.dir))
+    self.cfg, self.lock = dataclasses.replace(self.cfg, run_dir=str(self.dir)), None
+    if not self.world.is_main: return                                   # rank 0 alone writes the run directory
     check_writable(self.dir); check_free_space(self.dir, MIN_FREE_BYTES)
     self.lock = lock_run_dir(self.dir)
     for p in sweep_temp_files(self.dir): print(f"removed {p}, left by a killed process", file=sys.stderr)
@@ -177,7 +181,7 @@ def load_model(self: Trainer):
     self.model, self.tok = load_policy(cfg, self.train_problems)
     self.generator = generate_fn(self.model)          # fast_generate where it supports the model (GQ_FASTGEN overrides)
     self.knobs = attach_knobs(self.model, model_id=cfg.model)
-    check_free_space(self.dir, self.disk_estimate())
+    if self.world.is_main: check_free_space(self.dir, self.disk_estimate())
     if self.model.device.type == "cuda": fuse_rms_norms(self.model)      # one kernel per norm (CPU: HF's ops)
 
 # %% ../nbs/05_train.ipynb #06082c0a
@@ -301,6 +305,7 @@ class Rollouts:
     problems: list; modes: list; prompts: list; comps: list
     grades: Grades
     s_generate: float                   # generation, with the grading of earlier chunks running beside it
+    first_row: int = 0                  # the update-wide index of its first rollout (a rank holds a block of them)
     @property
     def texts(self) -> list[str]: return self.grades.texts
     @property
@@ -312,19 +317,25 @@ class Rollouts:
 
 @patch
 def rollouts(self: Trainer, update: int) -> Rollouts:
-    "Draw P problems and generate G completions each; each generated chunk goes to the grader at once."
+    "Draw P problems, generate G completions for each of this rank's; each generated chunk goes to the grader at once."
     cfg, tok = self.cfg, self.tok
     P, G = cfg.prompts_per_update, cfg.group_size
-    picks = [self.data_rng.randrange(len(self.train_problems)) for _ in range(P)]
-    problems = [self.train_problems[i] for i in picks for _ in range(G)]
+    picks = [self.data_rng.randrange(len(self.train_problems)) for _ in range(P)]      # every rank draws all P
+    groups = self.world.groups(P)
+    problems = [self.train_problems[picks[g]] for g in groups for _ in range(G)]
     modes = [self.modes[p.id] for p in problems]
     prompts = [encode_prompt(tok, render_prompt(p, m), cfg.max_prompt_tokens) for p, m in zip(problems, modes)]
     grades, t0 = Grades(self.grader, problems, modes), time.perf_counter()
     sampling = Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens)
-    hand_over = lambda rows, chunk: grades.submit(rows, [tok.decode(c, skip_special_tokens=True) for c in chunk])
-    comps = self.generator(self.model, tok, prompts, sampling, batch_size=cfg.gen_batch, on_chunk=hand_over)
+    comps = []
+    for rows, seed in sampling_streams(cfg.seed, update, groups, G, P, cfg.rollout_streams):
+        hand_over = lambda chunk_rows, chunk, first=rows.start: grades.submit(
+            [first + r for r in chunk_rows], [tok.decode(c, skip_special_tokens=True) for c in chunk])
+        with seeded(seed, self.model.device):
+            comps += self.generator(self.model, tok, prompts[rows.start:rows.stop], sampling, batch_size=cfg.gen_batch,
+                                    on_chunk=hand_over)
     grades.close()
-    return Rollouts(problems, modes, prompts, comps, grades, time.perf_counter() - t0)
+    return Rollouts(problems, modes, prompts, comps, grades, time.perf_counter() - t0, groups.start * G)
 
 # %% ../nbs/05_train.ipynb #12aa2fa0
 def graded_groups(grades: Grades, group_size: int):
@@ -367,7 +378,7 @@ def backward_as_graded(self: Trainer, update: int, ro: Rollouts, router):
     "Advantages group by group as grades arrive, a backward per micro-batch: (advantages, live groups, steps)."
     cfg, G = self.cfg, self.cfg.group_size
     denom = G * cfg.max_new_tokens * cfg.prompts_per_update                    # Dr.GRPO's fixed normaliser
-    A, live = torch.zeros(len(ro.comps)), torch.zeros(cfg.prompts_per_update, dtype=torch.bool)
+    A, live = torch.zeros(len(ro.comps)), torch.zeros(len(ro.comps) // G, dtype=torch.bool)
     queue, steps = [], []                                                      # steps: (rows, loss, k3, tokens, f)
     for group, rows, rewards, more_coming in graded_groups(ro.grades, G):
         adv, ok = group_advantages(torch.tensor([rewards]), std=cfg.std_advantage, std_floor=cfg.std_floor)
@@ -400,33 +411,33 @@ def optimizer_step(self: Trainer, update: int, any_live: bool) -> tuple[float, f
 GATE_STATS = ("frout", "qE", "band_lower", "band_upper", "band_width")
 
 @patch
-def metrics_row(self: Trainer, update: int, ro: Rollouts, live: torch.Tensor, totals: tuple, grad_norm: float,
+def metrics_row(self: Trainer, update: int, records: list[dict], live_groups: int, totals: tuple, grad_norm: float,
                 lr: float, stats: dict, seconds: dict) -> dict:
-    "One update's metrics; TOTALS is (summed loss, summed k3, completion tokens) over its micro-batches."
+    "One update's metrics from its rollout records; TOTALS is (summed loss, summed k3, completion tokens)."
     cfg, nan = self.cfg, float("nan")
     (loss_sum, k3_sum, n_tok), n = totals, cfg.prompts_per_update * cfg.group_size
-    R, labels = torch.tensor(ro.rewards).view(cfg.prompts_per_update, cfg.group_size), ro.labels
+    R = torch.tensor([r["reward"] for r in records]).view(cfg.prompts_per_update, cfg.group_size)
     return {"update": update, "reward": R.mean().item(), "reward_std": R.std().item(),
-            "train_hack": sum(l["exploited"] for l in labels) / n,
-            "train_solve": sum(l["gt_correct"] for l in labels) / n,
-            "live_groups": int(live.sum()), "loss": loss_sum, "kl": k3_sum / max(n_tok, 1) if cfg.kl_beta else nan,
+            "train_hack": sum(r["exploited"] for r in records) / n,
+            "train_solve": sum(r["gt_correct"] for r in records) / n,
+            "live_groups": live_groups, "loss": loss_sum, "kl": k3_sum / max(n_tok, 1) if cfg.kl_beta else nan,
             "grad_norm": grad_norm, "lr": lr, **{k: stats.get(k, nan) for k in GATE_STATS},
             "direction_overlap": self.directions.last_overlap if cfg.arm == "route2b" else nan,
-            "completion_tokens": sum(map(len, ro.comps)) / n, **seconds}
+            "completion_tokens": sum(r["n_tokens"] for r in records) / n, **seconds}
 
 def rollout_records(update: int, ro: Rollouts, advantages: torch.Tensor, fractions: torch.Tensor,
                     group_size: int) -> list[dict]:
     "One record per rollout for rollouts.jsonl.gz: what was generated, its reward and advantage, and its labels."
     rows = zip(ro.problems, ro.modes, ro.texts, ro.comps, ro.rewards, ro.labels)
-    return [{"update": update, "problem": p.id, "mode": m, "group": i // group_size, "completion": t,
+    return [{"update": update, "problem": p.id, "mode": m, "group": (ro.first_row + i) // group_size, "completion": t,
              "n_tokens": len(c), "reward": r, "advantage": advantages[i].item(), "f": fractions[i].item(), **l}
             for i, (p, m, t, c, r, l) in enumerate(rows)]
 
 # %% ../nbs/05_train.ipynb #83ed3f29
 @patch
-def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict, list[dict]]:
-    "Steps 3 to 8 of the overview on one update's rollouts. Returns (metrics row, rollout records)."
-    cfg = self.cfg
+def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict | None, list[dict] | None]:
+    "Steps 3 to 8 of the overview on one update's rollouts: (metrics row, rollout records), on rank 0 only."
+    cfg, world = self.cfg, self.world
     t_learn, waited = time.perf_counter(), ro.grades.waited
     gate = self.gate(update)                                   # a direction refresh runs while the last chunks grade
     router = Router(self.knobs, gate, cfg.granularity, cfg.gate_scope) if gate is not None else None
@@ -434,20 +445,22 @@ def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict, list[dict]]:
     fractions = torch.full((len(ro.comps),), float("nan"))
     for rows, *_, f in steps:
         if f is not None: fractions[rows] = f
-    totals = tuple(sum(s[j] for s in steps) for j in (1, 2, 3))   # summed loss, summed k3, completion tokens
-    if router is not None: router.apply()
+    if router is not None: router.all_reduce(world); router.apply()     # gradients summed over ranks (if several)
+    else: world.sum_gradients(self.params)
+    *totals, live_groups = world.sum_counts(*(sum(s[j] for s in steps) for j in (1, 2, 3)), int(live.sum()))
     t_step = time.perf_counter()
-    grad_norm, lr = self.optimizer_step(update, bool(live.any()))
+    grad_norm, lr = self.optimizer_step(update, live_groups > 0)
     t_done = time.perf_counter()
     stats = router.stats() if router is not None else {}
     s_grade = ro.grades.waited - waited
     seconds = {"s_generate": ro.s_generate, "s_grade": s_grade, "s_backward": t_step - t_learn - s_grade,
                "s_optimizer": t_done - t_step}
-    row = self.metrics_row(update, ro, live, totals, grad_norm, lr, stats, seconds)
-    return row, rollout_records(update, ro, A, fractions, cfg.group_size)
+    records = world.gather_rows(rollout_records(update, ro, A, fractions, cfg.group_size))
+    if records is None: return None, None
+    return self.metrics_row(update, records, int(live_groups), tuple(totals), grad_norm, lr, stats, seconds), records
 
 @patch
-def update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
+def update(self: Trainer, update: int) -> tuple[dict | None, list[dict] | None]:
     "One GRPO update: rollouts (graded in the background), then learn as the grades arrive."
     return self.learn(update, self.rollouts(update))
 
@@ -455,17 +468,24 @@ def update(self: Trainer, update: int) -> tuple[dict, list[dict]]:
 @patch
 def _ckpt(self: Trainer, update: int) -> Path: return self.dir/"checkpoints"/f"update_{update:04d}"
 
+def rng_states() -> tuple:
+    "This process's torch RNG states: (CPU, every visible GPU's or None)."
+    return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+
 @patch
 def save_checkpoint(self: Trainer, update: int):
-    "Knobs (safetensors) and trainer state (optimizer, schedule, RNGs, direction, band), then their SHA-256 manifest."
+    "Knobs (safetensors), trainer state (optimizer, schedule, every rank's RNGs, direction, band), their SHA-256."
+    knobs = list(self.knobs.parameters())
+    if not self.world.in_sync(knobs): raise RuntimeError(f"update {update}: the knobs differ between ranks")
+    ranks = self.world.gather_rows([rng_states()])                      # each rank's, on rank 0
+    if not self.world.is_main: return
     base = self._ckpt(update)
     with written_whole(base.with_suffix(".safetensors")) as tmp:
         self.knobs.save(tmp, {"update": update, "arm": self.cfg.arm, "seed": self.cfg.seed})
-    state = {"update": update, "opt": self.opt.state_dict(), "sched": self.sched.state_dict(),
-             "torch_rng": torch.get_rng_state(),
-             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-             "data_rng": self.data_rng.getstate(), "directions": self.directions.state_dict(), "band": self.band,
-             "band_key": self.band_key}
+    (torch_rng, cuda_rng), ranks = ranks[0], ranks if self.world.size > 1 else None
+    state = {"update": update, "opt": self.opt.state_dict(), "sched": self.sched.state_dict(), "torch_rng": torch_rng,
+             "cuda_rng": cuda_rng, "data_rng": self.data_rng.getstate(), "directions": self.directions.state_dict(),
+             "band": self.band, "band_key": self.band_key, **({"rank_rngs": ranks} if ranks else {})}
     with written_whole(base.with_suffix(".trainer.pt")) as tmp: torch.save(state, tmp)
     sums = {p.name: file_sha256(p) for p in (base.with_suffix(".safetensors"), base.with_suffix(".trainer.pt"))}
     write_json(base.with_suffix(".json"), {"update": update, "sha256": sums})   # written last: the checkpoint is whole
@@ -489,23 +509,25 @@ def checkpoint_problem(self: Trainer, update: int) -> str | None:
 # %% ../nbs/05_train.ipynb #f0cc5d1b
 @patch
 def restore(self: Trainer, update: int):
-    "Load a checkpoint's knobs and trainer state, and cut both logs back to its update."
+    "Load a checkpoint's knobs and trainer state (this rank's RNGs where saved); rank 0 cuts both logs back to it."
     base = self._ckpt(update)
     self.knobs.load(base.with_suffix(".safetensors"))
     state = torch.load(base.with_suffix(".trainer.pt"), weights_only=False,
                        map_location=self.model.device)                    # a GPU run resumes on CPU too
     self.opt.load_state_dict(state["opt"]); self.sched.load_state_dict(state["sched"])
-    torch.set_rng_state(state["torch_rng"].cpu())                          # RNG states stay CPU byte tensors
-    if state["cuda_rng"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all([r.cpu() for r in state["cuda_rng"]])
+    torch_rng, cuda_rng = state["torch_rng"], state["cuda_rng"]
+    if len(state.get("rank_rngs") or ()) == self.world.size: torch_rng, cuda_rng = state["rank_rngs"][self.world.rank]
+    torch.set_rng_state(torch_rng.cpu())                                   # RNG states stay CPU byte tensors
+    if cuda_rng is not None and torch.cuda.is_available(): torch.cuda.set_rng_state_all([r.cpu() for r in cuda_rng])
     self.data_rng.setstate(state["data_rng"]); self.directions.load_state_dict(state["directions"])
     self.band, self.band_key = state["band"], state["band_key"]
-    for log in ("metrics.jsonl", "rollouts.jsonl.gz"): truncate_log(self.dir/log, update)
+    if self.world.is_main:
+        for log in ("metrics.jsonl", "rollouts.jsonl.gz"): truncate_log(self.dir/log, update)
 
 # %% ../nbs/05_train.ipynb #172f4ec7
 @patch
-def resume(self: Trainer) -> int:
-    "Restore the newest checkpoint that verifies and loads, naming each bad one on stderr; else start at update 0."
+def restore_newest(self: Trainer) -> int | None:
+    "Restore the newest checkpoint that verifies and loads, naming each bad one on stderr: its update, or None."
     found = (self.dir/"checkpoints").glob("update_[0-9][0-9][0-9][0-9].*")
     for u in sorted({int(p.name[7:11]) for p in found}, reverse=True):
         problem = self.checkpoint_problem(u)
@@ -513,7 +535,17 @@ def resume(self: Trainer) -> int:
             try: self.restore(u); return u
             except Exception as e: problem = f"{self._ckpt(u)} failed to load ({type(e).__name__}: {e})"
         print(f"not resuming from update {u}: {problem}", file=sys.stderr)
-    for log in ("metrics.jsonl", "rollouts.jsonl.gz"): truncate_log(self.dir/log, 0)
+    return None
+
+@patch
+def resume(self: Trainer) -> int:
+    "The update to go on from: rank 0 restores the newest good checkpoint, every other rank the same one; else 0."
+    found = self.world.broadcast(self.restore_newest() if self.world.is_main else None)
+    if found is not None:
+        if not self.world.is_main: self.restore(found)
+        return found
+    if self.world.is_main:
+        for log in ("metrics.jsonl", "rollouts.jsonl.gz"): truncate_log(self.dir/log, 0)
     self.save_checkpoint(0)
     return 0
 
@@ -560,53 +592,64 @@ def run_summary(run_dir, results: dict) -> str:
 @patch
 def run(self: Trainer, rerun: bool = False) -> dict:
     "Train to cfg.steps (resuming from the last good checkpoint), evaluate and mark the run complete, holding its lock."
-    if self.lock.closed: self.lock = lock_run_dir(self.dir)
+    if self.world.is_main and self.lock.closed: self.lock = lock_run_dir(self.dir)
     try: return self.train_and_evaluate(rerun)
-    finally: self.lock.close()
+    finally:
+        if self.lock is not None: self.lock.close()
 
 # %% ../nbs/05_train.ipynb #d0488c21
 @patch
-def train_and_evaluate(self: Trainer, rerun: bool) -> dict:
-    "The body of `run`: check the directory's config and status, train the remaining updates, evaluate."
-    cfg, status, saved_cfg = self.cfg, self.dir/"status.json", self.dir/"config.json"
+def settle_run_dir(self: Trainer, rerun: bool) -> bool:
+    "Clear the directory for a rerun, refuse another config's run, save this config; whether the run is complete."
+    status, saved_cfg = self.dir/"status.json", self.dir/"config.json"
     if rerun and saved_cfg.exists(): clear_run_dir(self.dir)
-    if saved_cfg.exists() and not same_config(read_json(saved_cfg), cfg):
+    if saved_cfg.exists() and not same_config(read_json(saved_cfg), self.cfg):
         raise ValueError(f"{self.dir} holds a run with another config: pick another run_dir, "
                          "or pass rerun=True to replace it")
-    if status.exists() and read_json(status).get("complete"):
-        print(f"{self.dir} is complete: not running it again (rerun=True to replace it)")
+    if status.exists() and read_json(status).get("complete"): return True
+    write_json(saved_cfg, asdict(self.cfg))
+    return False
+
+@patch
+def train_and_evaluate(self: Trainer, rerun: bool) -> dict:
+    "The body of `run`: rank 0 settles the directory, every rank trains the remaining updates, rank 0 evaluates."
+    cfg, results = self.cfg, None
+    if self.world.broadcast(self.settle_run_dir(rerun) if self.world.is_main else None):
+        if self.world.is_main: print(f"{self.dir} is complete: not running it again (rerun=True to replace it)")
         results = {s: read_json(self.dir/"eval"/f"{s}.json") for s in ("deploy", "trained")}
         if self.progress: progress_line(run_summary(self.dir, results))
         return results
-    write_json(saved_cfg, asdict(cfg))
     t0 = time.time()
     self.train_updates(self.resume())
-    if self.progress: progress_line(f"evaluating deploy and as-trained on the test problems")
-    results = self.evaluate()
-    write_json(status, {"complete": True, "updates_completed": cfg.steps, "steps": cfg.steps,
-                        "train_seconds_this_session": time.time() - t0})
-    if self.progress: progress_line(run_summary(self.dir, results))
-    return results
+    if self.world.is_main:
+        if self.progress: progress_line(f"evaluating deploy and as-trained on the test problems")
+        results = self.evaluate()
+        write_json(self.dir/"status.json", {"complete": True, "updates_completed": cfg.steps, "steps": cfg.steps,
+                                            "train_seconds_this_session": time.time() - t0})
+        if self.progress: progress_line(run_summary(self.dir, results))
+    return self.world.broadcast(results)                  # the other ranks wait here while rank 0 evaluates
 
 # %% ../nbs/05_train.ipynb #083e7b50
 @patch
 def train_updates(self: Trainer, start: int):
     "Updates start+1 to cfg.steps: log each, checkpoint on schedule; a non-finite loss leaves a diagnostic file."
-    cfg = self.cfg
-    if start: print(f"resuming {self.dir} from update {start}", file=sys.stderr)
+    cfg, world = self.cfg, self.world
+    if start and world.is_main: print(f"resuming {self.dir} from update {start}", file=sys.stderr)
     if self.progress:
         progress_line(f"training {self.dir} ({cfg.preset} preset, {cfg.arm}, seed {cfg.seed}): {cfg.steps} updates")
     t0 = saved_at = time.time()
     for u in range(start + 1, cfg.steps + 1):
         try: row, records = self.update(u)
         except NonFiniteLoss as e:
-            diagnostic = self.dir/f"diagnostic_update_{u:04d}.json"
+            rank = f"_rank{world.rank}" if world.size > 1 else ""
+            diagnostic = self.dir/f"diagnostic_update_{u:04d}{rank}.json"
             write_json(diagnostic, {"error": str(e), "metrics": read_jsonl(self.dir/"metrics.jsonl")[-5:]})
             raise NonFiniteLoss(f"{e}; diagnostic saved in {diagnostic}. Lower lr or raise kl_beta.") from e
-        append_jsonl(self.dir/"metrics.jsonl", [row]); append_jsonl(self.dir/"rollouts.jsonl.gz", records)
+        if world.is_main:
+            append_jsonl(self.dir/"metrics.jsonl", [row]); append_jsonl(self.dir/"rollouts.jsonl.gz", records)
         if self.progress: progress_line(update_line(cfg, u, row, (time.time() - t0) / (u - start)))
-        if u % cfg.checkpoint_every == 0 or u == cfg.steps or time.time() - saved_at >= 60 * cfg.checkpoint_minutes:
-            self.save_checkpoint(u); saved_at = time.time()
+        due = u % cfg.checkpoint_every == 0 or u == cfg.steps or time.time() - saved_at >= 60 * cfg.checkpoint_minutes
+        if world.broadcast(due): self.save_checkpoint(u); saved_at = time.time()      # rank 0's clock decides
 
 # %% ../nbs/05_train.ipynb #79b9b04d
 def training_figure(run_dir):
@@ -643,8 +686,10 @@ def open_run(run_dir, update: int | None = None):
 
 # %% ../nbs/05_train.ipynb #83e975c2
 def main(argv: list[str] | None = None) -> dict:
-    "Run the training the command line asks for; returns the deploy and as-trained results."
+    "Run the training the command line asks for (under torchrun, this rank's part); the deploy and as-trained results."
     cfg, rerun = parse_cli(argv)
-    return Trainer(cfg).run(rerun=rerun)
+    trainer = Trainer(cfg)
+    try: return trainer.run(rerun=rerun)
+    finally: trainer.world.close()
 
 if __name__ == "__main__" and "__file__" in globals(): main()             # python -m, not a notebook kernel
