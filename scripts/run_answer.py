@@ -14,9 +14,13 @@ records the host and every cell's command, GPU, times and exit code.
 
 Usage, from the repository root (GPU host or CPU):
     python scripts/run_answer.py --jobs 12 [--gpus 2] [--dry-run] [--seeds 100-119] [--tranches 1,2,3]
+On a SLURM cluster (from a login node, with the repository on a shared filesystem), every cell a job of its own,
+submitted by submitit in waves (a matched control after its route2b run; nbs/05g_launch.ipynb):
+    python scripts/run_answer.py --slurm PARTITION [--cpus-per-job 8] [--timeout-min 240] [--tranches ...]
 """
 import argparse, heapq, json, os, platform, subprocess, sys, threading, time
 from pathlib import Path
+from gradient_quarantine.launch import GridJob, grid_executor, papermill_command, submit_grid
 from gradient_quarantine.answer import (HELD_OUT_SPLITS, HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS,
                                         TRANCHE3, TRANCHE3_SEEDS)
 
@@ -144,6 +148,21 @@ class Answer:
         print(f"answer grid done: {len(self.codes) - len(failed)} ok, {len(failed)} failed {failed or ''}", flush=True)
         return len(failed)
 
+def grid_jobs(cells: list[tuple]) -> list[GridJob]:
+    "The cells as scheduler jobs, each with what it still lacks: its training notebook, and a horizon cell's eval curve."
+    jobs, names = [], {c[1] for c in cells}
+    for _, name, params, needs in sorted(cells):
+        run, notebook = ANSWER_DIR/name, ANSWER_DIR/f"{name}.ipynb"
+        executed = notebook.exists() or notebook.with_suffix(".ipynb.gz").exists()
+        commands = [] if complete(run) and executed else [papermill_command(
+            "nbs/05_train.ipynb", notebook, {"preset": "pocket", "run_dir": str(run), **params})]
+        if name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
+            commands.append(papermill_command("nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
+                                              {"run_dir": str(run), "ids_file": MONITORING}))
+        if commands: jobs.append(GridJob(name, tuple(commands), needs if needs in names else None))
+    done = {c[1] for c in cells} - {j.name for j in jobs}
+    return [j if j.needs not in done else GridJob(j.name, j.commands) for j in jobs]   # a finished need is met
+
 def seed_range(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
     return list(range(int(lo), int(hi or lo) + 1))
@@ -155,6 +174,16 @@ if __name__ == "__main__":
     ap.add_argument("--tranches", default="1,2,3", help="which tranches, e.g. 1 or 1,2")
     ap.add_argument("--gpus", type=int, default=gpu_count(), help="GPUs to spread the workers over (0: leave as is)")
     ap.add_argument("--dry-run", action="store_true", help="print the papermill commands without running them")
+    ap.add_argument("--slurm", metavar="PARTITION", help="submit every cell as a SLURM job on this partition instead")
+    ap.add_argument("--cpus-per-job", type=int, default=8, help="with --slurm: cores per cell (its graders)")
+    ap.add_argument("--timeout-min", type=int, default=240, help="with --slurm: a cell's time limit in minutes")
     a = ap.parse_args()
     cells = [c for t in map(int, a.tranches.split(",")) for c in tranche_cells(t, a.seeds)]
+    if a.slurm:
+        jobs = grid_jobs(cells)
+        if a.dry_run: sys.exit(print("\n".join(f"{j.name} (after {j.needs}): {j.commands}" for j in jobs)))
+        executor = grid_executor("slurm", ANSWER_DIR/"slurm", partition=a.slurm, cpus_per_job=a.cpus_per_job,
+                                 timeout_min=a.timeout_min)
+        outcome = submit_grid(jobs, executor, Path.cwd(), ANSWER_DIR/"logs")
+        sys.exit(1 if any(v != "ok" for v in outcome.values()) else 0)
     sys.exit(1 if Answer(cells, a.jobs, a.gpus, a.dry_run).run() else 0)
