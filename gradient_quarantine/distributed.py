@@ -37,7 +37,8 @@ class World:
         minutes = float(os.environ.get("GQ_DIST_TIMEOUT_MINUTES", DEFAULT_TIMEOUT_MINUTES))
         if not dist.is_initialized():
             dist.init_process_group("nccl" if cuda else "gloo", init_method=init_method, rank=rank, world_size=size,
-                                    timeout=datetime.timedelta(minutes=minutes))
+                                    timeout=datetime.timedelta(minutes=minutes),
+                                    device_id=torch.device("cuda", local_rank) if cuda else None)
         return cls(rank, size, f"cuda:{local_rank}" if cuda else "cpu")
 
 # %% ../nbs/04f_distributed.ipynb #5852115b
