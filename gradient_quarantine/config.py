@@ -86,6 +86,17 @@ def _of_type(value, kind) -> bool:
     if kind is float: return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, str) if kind is str else True
 
+# %% ../nbs/04b_config.ipynb #88542e3b
+def _check_counts(cfg: Config):
+    "Raise unless the counts of a run are in range: at least one step, two rollouts a group, blocks that divide P."
+    for name, least in (("steps", 1), ("group_size", 2), ("prompts_per_update", 1), ("checkpoint_every", 1),
+                        ("rollout_streams", 0)):
+        if getattr(cfg, name) < least:
+            raise ValueError(f"parameter {name} must be at least {least}, got {getattr(cfg, name)}")
+    if cfg.rollout_streams and cfg.prompts_per_update % cfg.rollout_streams:
+        raise ValueError(f"rollout_streams={cfg.rollout_streams} must divide "
+                         f"prompts_per_update={cfg.prompts_per_update}")
+
 # %% ../nbs/04b_config.ipynb #cfg014
 TUPLE_FIELDS = ("modes", "pair_modes", "betas", "pair_tags")
 
@@ -120,13 +131,7 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     if needs_reference and not cfg.reference_run:
         raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a "
                          "route2b run>" + (" or uniform_f" if cfg.arm == "uniform" else ""))
-    for name, least in (("steps", 1), ("group_size", 2), ("prompts_per_update", 1), ("checkpoint_every", 1),
-                        ("rollout_streams", 0)):
-        if getattr(cfg, name) < least:
-            raise ValueError(f"parameter {name} must be at least {least}, got {getattr(cfg, name)}")
-    if cfg.rollout_streams and cfg.prompts_per_update % cfg.rollout_streams:
-        raise ValueError(f"rollout_streams={cfg.rollout_streams} must divide "
-                         f"prompts_per_update={cfg.prompts_per_update}")
+    _check_counts(cfg)
     return cfg
 
 # %% ../nbs/04b_config.ipynb #cfg019
