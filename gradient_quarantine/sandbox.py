@@ -6,9 +6,9 @@
 __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORTED_FILES', 'MAX_WALK_DEPTH', 'MAX_PROCESSES',
            'MAX_OPEN_FILES', 'SANDBOX_UID_RANGE', 'WORKDIR_BYTES', 'WORKDIR_INODES', 'SCRATCH_BYTES',
            'REPORT_CAP_BYTES', 'SANDBOX_MODULES', 'MODULES_DIR', 'WORKDIR', 'WORLD_WRITABLE_DIRS', 'MS_NOSUID',
-           'MS_NODEV', 'MNT_DETACH', 'WARM_CAPS', 'WARM_OVERHEAD_MB', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS',
-           'MS_NOEXEC', 'MS_REC', 'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup',
-           'WarmWorkerDied', 'WarmWorker', 'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
+           'MS_NODEV', 'MNT_DETACH', 'WARM_CAPS', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS', 'MS_NOEXEC', 'MS_REC',
+           'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup', 'WarmWorkerDied', 'WarmWorker',
+           'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c003sb
 import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig
@@ -460,7 +460,6 @@ def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
 
 # %% ../nbs/00a_sandbox.ipynb #w02sb
 WARM_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH", "CAP_NET_ADMIN")  # never a program's
-WARM_OVERHEAD_MB = 32   # the worker's own memory (~9 MB: zygote, its child, the init), added to a run's memory_mb
 WARM_PROCESSES = 5      # bwrap, its reaper, the zygote, its child and the namespace's init, besides MAX_PROCESSES
 WEDGED_S = 10.0         # a worker silent this long past a program's timeout is wedged: killed and replaced
 PRE_IMPORTS = ("typing", "functools", "collections", "string", "math", "datetime", "itertools", "heapq", "bisect",
@@ -627,7 +626,7 @@ class WarmWorkerDied(RuntimeError): pass
 class WarmWorker:
     "One warm bubblewrap and its zygote; one program at a time."
     def __init__(self):
-        self.cgroup = _new_cgroup(f"warm_{secrets.token_hex(8)}", (1024 + WARM_OVERHEAD_MB) << 20,
+        self.cgroup = _new_cgroup(f"warm_{secrets.token_hex(8)}", 1024 << 20,
                                   MAX_PROCESSES + WARM_PROCESSES)
         self.memory_mb = 1024
         cmd = _bwrap_command(None, WARM_CAPS) + ["-c", _zygote_source()]
@@ -667,7 +666,7 @@ def _limit_memory(self: WarmWorker, memory_mb: int):
     "The worker's cgroup memory limit for a run of `memory_mb` (v1: memory+swap never below memory)."
     if self.cgroup is None or memory_mb == self.memory_mb: return
     (memory, swap), _ = _LIMIT_FILES[self.cgroup.kind]
-    value = str((memory_mb + WARM_OVERHEAD_MB) << 20)
+    value = str(memory_mb << 20)
     files = [f for f in (memory, swap) if os.path.exists(os.path.join(self.cgroup.dirs[0], f))]
     if self.cgroup.kind == "cgroup2": files = files[:1]
     for f in files if memory_mb < self.memory_mb else files[::-1]: Path(self.cgroup.dirs[0], f).write_text(value)
