@@ -680,7 +680,9 @@ def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 
     self._limit_memory(memory_mb)
     head = json.dumps({"uid": uid, "cpu_s": int(timeout_s) + 1, "memory_mb": memory_mb, "timeout_s": timeout_s,
                        "size": len(body)}).encode()
-    try: os.write(self.requests, struct.pack("!I", len(head)) + head + body)
+    request = memoryview(struct.pack("!I", len(head)) + head + body)
+    try:
+        while request: request = request[os.write(self.requests, request):]
     except OSError as e: raise WarmWorkerDied(f"warm worker {self.proc.pid} does not read: {e}") from e
     deadline = time.monotonic() + timeout_s + WEDGED_S
     meta = json.loads(self._read(struct.unpack("!I", self._read(4, deadline))[0], deadline))
