@@ -677,7 +677,8 @@ def _limit_memory(self: WarmWorker, memory_mb: int):
 def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
     "Run one program through this worker's zygote; WarmWorkerDied if the worker dies or wedges meanwhile."
     uid, body = _fresh_uid(), source.encode("utf-8", "surrogatepass")
-    self._limit_memory(memory_mb)
+    try: self._limit_memory(memory_mb)
+    except OSError as e: raise WarmWorkerDied(f"warm worker {self.proc.pid}: its cgroup refused the limit: {e}") from e
     head = json.dumps({"uid": uid, "cpu_s": int(timeout_s) + 1, "memory_mb": memory_mb, "timeout_s": timeout_s,
                        "size": len(body)}).encode()
     request = memoryview(struct.pack("!I", len(head)) + head + body)
