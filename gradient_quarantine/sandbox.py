@@ -621,7 +621,7 @@ def _zygote_source() -> str:
     return imports + constants + "\n".join(inspect.getsource(f) for f in _ZYGOTE_FUNCTIONS) + start
 
 # %% ../nbs/00a_sandbox.ipynb #w13sb
-class WarmWorkerDied(RuntimeError): pass
+class WarmWorkerDied(OSError): pass
 
 class WarmWorker:
     "One warm bubblewrap and its zygote; one program at a time."
@@ -739,14 +739,15 @@ def _run_warm(source: str, timeout_s: float, memory_mb: int) -> RunResult:
     runs again on the new one; after a second death it runs cold, with a warning."""
     for _ in range(2):
         with _WARM_LOCK: worker = _WARM_IDLE.pop() if _WARM_IDLE else None
-        worker = worker or WarmWorker()
-        try: result = worker.run(source, timeout_s, memory_mb)
-        except WarmWorkerDied as e:
-            worker.close(kill=True)
+        try:
+            worker = worker or WarmWorker()
+            result = worker.run(source, timeout_s, memory_mb)
+        except OSError as e:  # WarmWorkerDied, or a worker that could not start
+            if worker: worker.close(kill=True)
             died = e
             continue
         except BaseException:
-            worker.close(kill=True)
+            if worker: worker.close(kill=True)
             raise
         with _WARM_LOCK: _WARM_IDLE.append(worker)
         return result
@@ -775,10 +776,12 @@ def engine_problem() -> str | None:
 @functools.cache
 def warm_problem() -> str | None:
     "Why warm workers cannot run programs here, or None when they can (found out once per process by running one)."
-    worker = WarmWorker()
-    try: probe = worker.run("print('ok')", 30.0, 256)
-    except (OSError, RuntimeError) as e:
-        worker.close(kill=True)
+    worker = None
+    try:
+        worker = WarmWorker()
+        probe = worker.run("print('ok')", 30.0, 256)
+    except OSError as e:
+        if worker: worker.close(kill=True)
         return f"a warm worker failed: {e}"
     with _WARM_LOCK: _WARM_IDLE.append(worker)
     return None if probe.stdout == "ok\n" else f"a warm worker's probe printed {probe.stdout!r}, {probe.stderr[:500]!r}"
