@@ -623,10 +623,18 @@ def _zygote_source() -> str:
 # %% ../nbs/00a_sandbox.ipynb #w13sb
 class WarmWorkerDied(OSError): pass
 
+def _remove_stale_cgroups():
+    "Remove the empty cgroups of warm workers whose grader died without closing them (the name holds its pid)."
+    for parent in (_cgroup_parents() or ("", ()))[1]:
+        for d in glob.glob(os.path.join(parent, "gq_run_warm_*_*")):
+            if not os.path.exists(f"/proc/{d.rsplit('_', 2)[1]}"):
+                with contextlib.suppress(OSError): os.rmdir(d)
+
 class WarmWorker:
     "One warm bubblewrap and its zygote; one program at a time."
     def __init__(self):
-        self.cgroup = _new_cgroup(f"warm_{secrets.token_hex(8)}", 1024 << 20,
+        _remove_stale_cgroups()
+        self.cgroup = _new_cgroup(f"warm_{os.getpid()}_{secrets.token_hex(8)}", 1024 << 20,
                                   MAX_PROCESSES + WARM_PROCESSES)
         self.memory_mb = 1024
         cmd = _bwrap_command(None, WARM_CAPS) + ["-c", _zygote_source()]
