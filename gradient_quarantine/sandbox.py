@@ -317,7 +317,8 @@ exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__bui
 # %% ../nbs/00a_sandbox.ipynb #c046sb
 def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID")) -> list[str]:
     """bwrap's command line: new namespaces, the interpreter read-only, private tmpfs for the working directory and
-    scratch. With no `workdir` (a warm worker): an empty mount point there, no `--die-with-parent`, and the caller adds `-c`."""
+    scratch. With no `workdir` (a warm worker): an empty mount point there, no `--die-with-parent`, and the caller
+    adds `-c`."""
     keep, hide = _interpreter_paths()
     binds = [a for p in keep for a in ("--ro-bind", p, p)]
     hide += tuple(sorted(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/lib/python3*/site-packages")))
