@@ -2,7 +2,8 @@
 
 Workloads: the 119 canonical LeetCode solutions, a hostile mix, and pocket rollouts logged by a training run, replayed
 (their logged labels must come out again). "old" is the sandbox the project used before bubblewrap, which the working
-tree keeps as its announced fallback (`sandbox._run_legacy`, `GQ_SANDBOX=legacy`); "new" is the bubblewrap engine; the
+tree keeps as its announced fallback (`sandbox._run_legacy`, `GQ_SANDBOX=legacy`); "new" is the bubblewrap engine, a fresh
+bubblewrap per program (`sandbox._run_bwrap`, `GQ_SANDBOX=cold`; `warm.py` beside it times the warm workers); the
 grader around them is the working tree's in both arms. Serial grading runs in this process, the two swapped under
 `rewards.grade`, alternating job by job (old-new, new-old, ...). In parallel, two ways, each alternating whole batches
 (ABBA...): a thread pool of `grade` in this process, and `grade_many` (worker processes), run in a child process per batch
@@ -53,8 +54,8 @@ def snapshot() -> Path:
     return root
 
 BOXES = {"old": SimpleNamespace(run_python=lambda source, *, timeout_s=3.0, memory_mb=1024: sandbox._run_legacy(source, timeout_s, memory_mb)),
-         "new": sandbox}
-ENVS = {"old": {"GQ_SANDBOX": "legacy"}, "new": {}}
+         "new": SimpleNamespace(run_python=lambda source, *, timeout_s=3.0, memory_mb=1024: sandbox._run_bwrap(source, timeout_s, memory_mb))}
+ENVS = {"old": {"GQ_SANDBOX": "legacy"}, "new": {"GQ_SANDBOX": "cold"}}  # new: a fresh bubblewrap per program (warm.py times warm workers)
 
 @contextlib.contextmanager
 def graded_by(box):
