@@ -1,0 +1,66 @@
+"""Whether the grading paths change a run: the same short pocket run (route2b, seed 7, 3 updates, 16 test problems) on
+the CPU with warm sandbox workers and the verdict cache (the default), with a fresh bubblewrap per program
+(GQ_SANDBOX=cold), and with no verdict cache. Metrics (timing fields aside), rollouts, evaluations and knobs must be
+bit-identical; the cache's hits are reported.
+
+From the repository root:  PYTHONPATH=$PWD python benchmarks/grading/run_identity.py
+Writes run_identity.json and run_identity.md beside this file (or to --out).
+"""
+import argparse, gzip, json, os, subprocess, sys, tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = r'''
+import json, sys
+from gradient_quarantine.config import resolve_config
+from gradient_quarantine.train import Trainer, grade_rollouts
+cfg = resolve_config("pocket", seed=7, steps=3, eval_n=16, run_dir=sys.argv[1])
+trainer = Trainer(cfg, grader=grade_rollouts if sys.argv[2] == "no_cache" else None, progress=False)
+trainer.run()
+print("CACHE " + json.dumps({"hits": trainer.verdicts.hits, "misses": trainer.verdicts.misses}))
+'''
+PATHS = {"warm, cache": ({}, "cache"), "cold, cache": ({"GQ_SANDBOX": "cold"}, "cache"), "warm, no cache": ({}, "no_cache")}
+
+def run(name: str, work: Path) -> dict:
+    env_extra, cache = PATHS[name]
+    run_dir = work/name.replace(", ", "_").replace(" ", "_")
+    env = {**{k: v for k, v in os.environ.items() if k != "GQ_SANDBOX"}, **env_extra,
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", RUN, str(run_dir), cache], capture_output=True, text=True, env=env,
+                          cwd=ROOT)
+    if done.returncode: raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
+    counts = json.loads([l for l in done.stdout.splitlines() if l.startswith("CACHE ")][-1][6:])
+    return {"dir": run_dir, "cache": counts}
+
+def contents(run_dir: Path) -> dict:
+    from safetensors.torch import load_file
+    metrics = [{k: v for k, v in json.loads(l).items() if not k.startswith("s_")}
+               for l in (run_dir/"metrics.jsonl").read_text().splitlines()]
+    knobs = load_file(run_dir/"checkpoints"/"update_0003.safetensors")
+    return {"metrics": json.dumps(metrics), "rollouts": gzip.open(run_dir/"rollouts.jsonl.gz", "rt").read(),
+            "evals": [(run_dir/"eval"/f"{s}.json").read_text() for s in ("deploy", "trained")],
+            "knobs": {k: v.numpy().tobytes() for k, v in knobs.items()}}
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="gq_identity_"))
+    runs = {name: run(name, work) for name in PATHS}
+    reference = contents(runs["warm, cache"]["dir"])
+    rows, record = [], {}
+    for name, r in runs.items():
+        got = contents(r["dir"])
+        same = {part: got[part] == reference[part] for part in reference}
+        record[name] = {"identical_to_default": same, "cache": r["cache"]}
+        rows.append(f"| {name} | {' | '.join('yes' if same[p] else 'NO' for p in reference)} | "
+                    f"{r['cache']['hits']} of {r['cache']['hits'] + r['cache']['misses']} |")
+    table = "\n".join(["| path | metrics | rollouts | evaluations | knobs | cache hits (training gradings) |",
+                       "|---|---|---|---|---|---|", *rows])
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out/"run_identity.json").write_text(json.dumps(record, indent=1) + "\n")
+    (a.out/"run_identity.md").write_text("# One pocket run on three grading paths (CPU)\n\nroute2b, seed 7, 3 updates, "
+                                         "16 test problems; compared with the default path bit for bit (metrics "
+                                         "without their timing fields).\n\n" + table + "\n")
+    print(table)
+    sys.exit(0 if all(all(v["identical_to_default"].values()) for v in record.values()) else 1)
