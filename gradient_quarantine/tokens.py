@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'END_OF_TURN', 'CHAT_TEMPLATE', 'LOGIT_CHUNK_BYTES', 'TRAINING_ATTENTION', 'train_bpe_tokenizer',
            'prompt_text', 'PromptTooLong', 'encode_prompt', 'encode_completion', 'Batch', 'make_batch',
-           'TargetLogprobs', 'NotRightPadded', 'token_logprobs']
+           'TargetLogprobs', 'keep_freed_memory', 'NotRightPadded', 'token_logprobs']
 
 # %% ../nbs/01b_tokens.ipynb #a8bc9eae
-import contextlib
+import contextlib, ctypes, functools
 from dataclasses import dataclass
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -106,6 +106,17 @@ class TargetLogprobs(torch.autograd.Function):
             if dw is not None: dw += dz.T @ hs
         return dh, dw, None, None
 
+# %% ../nbs/01b_tokens.ipynb #0ec78325
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4           # glibc's mallopt parameters (malloc.h)
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    "Make glibc's malloc keep freed memory for reuse (no mmap, no trim), once per process; False where it cannot."
+    try: libc = ctypes.CDLL("libc.so.6")
+    except OSError: return False                                     # not glibc (macOS, musl, Windows)
+    if not hasattr(libc, "gnu_get_libc_version"): return False
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
 # %% ../nbs/01b_tokens.ipynb #8b86bac9
 class NotRightPadded(ValueError): pass
 
@@ -115,6 +126,7 @@ def token_logprobs(model, batch: Batch) -> torch.Tensor:
     "log pi(token_t | tokens_<t) for every position t >= 1, zero at t = 0: (B, T), aligned with `completion_mask`."
     if (batch.attention_mask[:, 1:] > batch.attention_mask[:, :-1]).any():
         raise NotRightPadded("token_logprobs needs right-padded rows (make_batch builds them): padding before a real token would be attended")
+    if not batch.input_ids.is_cuda: keep_freed_memory()                                          # see above: same numbers, no faults
     attention = sdpa_kernel(TRAINING_ATTENTION, set_priority=True) if batch.input_ids.is_cuda else contextlib.nullcontext()
     if getattr(getattr(model, "config", None), "model_type", None) == "qwen3":                       # logits = lm_head(final hidden state)
         with attention: h = model.model(input_ids=batch.input_ids).last_hidden_state[:, :-1]            # (B, T-1, d)
