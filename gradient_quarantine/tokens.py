@@ -82,7 +82,8 @@ def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: i
 LOGIT_CHUNK_BYTES = 1 << 28                     # fp32 logits per chunk: 256 MiB
 
 class TargetLogprobs(torch.autograd.Function):
-    "log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward recomputes each chunk's logits."
+    "log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward recomputes each chunk's logits.\n"
+    "The backward's softmax runs only on rows whose gradient is not zero (the others' d loss / d z is zero)."
     @staticmethod
     def forward(ctx, h, weight, targets, rows: int):
         out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)                   # (N,)
@@ -98,10 +99,15 @@ class TargetLogprobs(torch.autograd.Function):
         dh = torch.empty_like(h) if ctx.needs_input_grad[0] else None
         dw = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
         for s in range(0, h.shape[0], ctx.rows):
-            hs, ys = h[s:s + ctx.rows], targets[s:s + ctx.rows, None]
-            dz = (hs @ weight.T).float().softmax(1).neg_()                                      # (n, V): -p
-            dz.scatter_add_(1, ys, torch.ones(ys.shape, dtype=dz.dtype, device=dz.device))      # e_y - p
-            dz = (dz * grad[s:s + ctx.rows, None]).to(h.dtype)                                  # (n, V): d loss / d z
+            hs, ys, gs = h[s:s + ctx.rows], targets[s:s + ctx.rows, None], grad[s:s + ctx.rows]
+            z = hs @ weight.T                                                                   # (n, V): the forward's product
+            live = gs.nonzero()[:, 0]                                                           # rows with a gradient
+            dz = torch.zeros(z.shape, dtype=torch.float32, device=z.device)                     # (n, V)
+            if len(live):
+                p = z[live].float().softmax(1).neg_()                                           # (m, V): -p
+                p.scatter_add_(1, ys[live], torch.ones((len(live), 1), dtype=p.dtype, device=p.device))   # e_y - p
+                dz[live] = p * gs[live, None]                                                   # d loss / d z
+            dz = dz.to(h.dtype)
             if dh is not None: dh[s:s + ctx.rows] = dz @ weight
             if dw is not None: dw += dz.T @ hs
         return dh, dw, None, None
