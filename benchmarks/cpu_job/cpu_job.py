@@ -72,11 +72,16 @@ def results_of(run_dir: Path) -> dict:
     return {"metrics": metrics, "rollouts": rollouts, "evals": evals, "knobs": knobs}
 
 def same_results(dirs: list[Path]) -> dict:
-    "Per part, whether every run computed it bit for bit as the first did."
+    """Per part, whether every run computed it bit for bit as the first did; knobs at the checkpoints all runs saved (a
+    checkpoint also falls due by the clock, `checkpoint_minutes`, so the runs' sets can differ)."""
     first, out = results_of(dirs[0]), {}
     for d in dirs[1:]:
         other = results_of(d)
-        for part in first: out[part] = out.get(part, True) and json.dumps(first[part]) == json.dumps(other[part])
+        common = sorted(set(first["knobs"]) & set(other["knobs"]))
+        first_common = {**first, "knobs": {k: first["knobs"][k] for k in common}}
+        other = {**other, "knobs": {k: other["knobs"][k] for k in common}}
+        for part in first: out[part] = out.get(part, True) and json.dumps(first_common[part]) == json.dumps(other[part])
+        out["checkpoints_compared"] = min(out.get("checkpoints_compared", len(common)), len(common))
     return out
 
 def whole_job(side: str, checkout: Path, tmp: Path) -> dict:
@@ -94,6 +99,10 @@ def whole_job(side: str, checkout: Path, tmp: Path) -> dict:
             "minor_faults": int(fields.get("Minor (reclaiming a frame) page faults", 0)), "train_split_s": split,
             "updates": len(rows), **{f"{s}_hack_solve": (evals[s]["hack"], evals[s]["solve"]) for s in evals},
             "run_dir": str(tmp/f"whole_{side}")}
+
+def verdict(same: dict) -> str:
+    parts = [f"{k} {'bit-identical' if v else 'DIFFERENT'}" for k, v in same.items() if k != "checkpoints_compared"]
+    return ", ".join(parts) + f" (knobs at the {same.get('checkpoints_compared', 0)} checkpoints every run saved)"
 
 def median(xs): return statistics.median(xs) if xs else float("nan")
 
@@ -116,9 +125,7 @@ def markdown(report: dict) -> str:
               "| round | wall | generate | learn | eval |", "|---|---|---|---|---|"]
     for k, ratio in sorted(report["ratios"].items()):
         lines.append(f"| {k} | {ratio['wall']:.2f} | {ratio['generate']:.2f} | {ratio['learn']:.2f} | {ratio['eval']:.2f} |")
-    same = report["same_results"]
-    lines += ["", "Same results: " + ", ".join(f"{k} {'bit-identical' if v else 'DIFFERENT'}" for k, v in same.items())
-              + f" across all {len(runs)} runs."]
+    if runs: lines += ["", f"Same results across all {len(runs)} runs: {verdict(report['same_results'])}."]
     for w in report.get("whole", []):
         lines += ["", f"Whole job, {w['side']}: `/usr/bin/time -v papermill nbs/05_train.ipynb OUT -p seed 43` "
                   f"(run_dir in /tmp): **{w['elapsed']}** ({w['wall_s']:.0f} s), load {w['load_before']:.1f} before and "
@@ -165,11 +172,12 @@ def main():
                          f"{platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}",
               "args": {**vars(args), "old_commit": commit_of(checkouts["old"]), "new_commit": commit_of(checkouts["new"]),
                        "argv": " ".join(sys.argv[1:])},
-              "runs": runs, "ratios": ratios, "same_results": same_results([Path(r["run_dir"]) for r in runs])}
+              "runs": runs, "ratios": ratios,
+              "same_results": same_results([Path(r["run_dir"]) for r in runs]) if len(runs) > 1 else {}}
     if args.whole:
         report["whole"] = [whole_job(side, checkouts[side], tmp) for side in ("old", "new")]
         same = same_results([Path(w["run_dir"]) for w in report["whole"]])
-        report["whole_same"] = ", ".join(f"{k} {'bit-identical' if v else 'DIFFERENT'}" for k, v in same.items())
+        report["whole_same"] = verdict(same)
     report["seconds"] = time.time() - t0
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
     (out/"cpu_job.json").write_text(json.dumps(report, indent=1) + "\n")
