@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from .adapter import KnobLinear, attach_knobs, tiny_qwen3
 from .generate import Sampling, TokenIds, generate
-from .tokens import END_OF_TURN
+from .tokens import END_OF_TURN, keep_freed_memory
 try: import triton, triton.language as tl
 except ImportError: triton = None                                        # a CPU-only install without Triton: SDPA attention only
 
@@ -287,6 +287,7 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     "`generate.generate` (same arguments and completions) with fused weights, a static KV cache and, on CUDA, CUDA graphs (`graphs=None`: on CUDA)."
     if why := fastgen_support(model): raise NotImplementedError(why)
     cuda = model.model.embed_tokens.weight.is_cuda
+    if not cuda: keep_freed_memory()                                             # CPU: reuse freed blocks (same numbers)
     if attention is None: attention = "kernel" if cuda and kernel_attention_support(model) is None else "sdpa"
     if attention not in ("kernel", "sdpa"): raise ValueError(f"attention must be 'kernel' or 'sdpa', got {attention!r}")
     if attention == "kernel" and (why := kernel_attention_support(model)): raise NotImplementedError(f"kernel attention: {why}")
@@ -326,7 +327,6 @@ def generate_fn(model, fast: bool | None = None):
     if fast is None: fast = fastgen_support(model) is None
     if fast and (why := fastgen_support(model)): raise NotImplementedError(why)
     return fast_generate if fast else generate
-
 
 # %% ../nbs/04e_fastgen.ipynb #fx0c0001
 def knobbed_fixture(seed: int = 1) -> tuple:

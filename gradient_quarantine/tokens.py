@@ -5,10 +5,10 @@
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'END_OF_TURN', 'CHAT_TEMPLATE', 'LOGIT_CHUNK_BYTES', 'TRAINING_ATTENTION', 'train_bpe_tokenizer',
            'prompt_text', 'PromptTooLong', 'encode_prompt', 'encode_completion', 'Batch', 'make_batch',
-           'TargetLogprobs', 'NotRightPadded', 'token_logprobs']
+           'TargetLogprobs', 'keep_freed_memory', 'NotRightPadded', 'token_logprobs']
 
 # %% ../nbs/01b_tokens.ipynb #a8bc9eae
-import contextlib
+import contextlib, ctypes, functools
 from dataclasses import dataclass
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -82,7 +82,8 @@ def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: i
 LOGIT_CHUNK_BYTES = 1 << 28                     # fp32 logits per chunk: 256 MiB
 
 class TargetLogprobs(torch.autograd.Function):
-    "log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward recomputes each chunk's logits."
+    "log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward recomputes each chunk's logits.\n"
+    "The backward's softmax runs only on rows whose gradient is not zero (the others' d loss / d z is zero)."
     @staticmethod
     def forward(ctx, h, weight, targets, rows: int):
         out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)                   # (N,)
@@ -98,13 +99,29 @@ class TargetLogprobs(torch.autograd.Function):
         dh = torch.empty_like(h) if ctx.needs_input_grad[0] else None
         dw = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
         for s in range(0, h.shape[0], ctx.rows):
-            hs, ys = h[s:s + ctx.rows], targets[s:s + ctx.rows, None]
-            dz = (hs @ weight.T).float().softmax(1).neg_()                                      # (n, V): -p
-            dz.scatter_add_(1, ys, torch.ones(ys.shape, dtype=dz.dtype, device=dz.device))      # e_y - p
-            dz = (dz * grad[s:s + ctx.rows, None]).to(h.dtype)                                  # (n, V): d loss / d z
+            hs, ys, gs = h[s:s + ctx.rows], targets[s:s + ctx.rows, None], grad[s:s + ctx.rows]
+            z = hs @ weight.T                                                                   # (n, V): the forward's product
+            live = gs.nonzero()[:, 0]                                                           # rows with a gradient
+            dz = torch.zeros(z.shape, dtype=torch.float32, device=z.device)                     # (n, V)
+            if len(live):
+                p = z[live].float().softmax(1).neg_()                                           # (m, V): -p
+                p.scatter_add_(1, ys[live], torch.ones((len(live), 1), dtype=p.dtype, device=p.device))   # e_y - p
+                dz[live] = p * gs[live, None]                                                   # d loss / d z
+            dz = dz.to(h.dtype)
             if dh is not None: dh[s:s + ctx.rows] = dz @ weight
             if dw is not None: dw += dz.T @ hs
         return dh, dw, None, None
+
+# %% ../nbs/01b_tokens.ipynb #0ec78325
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4           # glibc's mallopt parameters (malloc.h)
+
+@functools.cache
+def keep_freed_memory() -> bool:
+    "Make glibc's malloc keep freed memory for reuse (no mmap, no trim), once per process; False where it cannot."
+    try: libc = ctypes.CDLL("libc.so.6")
+    except OSError: return False                                     # not glibc (macOS, musl, Windows)
+    if not hasattr(libc, "gnu_get_libc_version"): return False
+    return bool(libc.mallopt(_M_MMAP_MAX, 0)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 # %% ../nbs/01b_tokens.ipynb #8b86bac9
 class NotRightPadded(ValueError): pass
@@ -115,6 +132,7 @@ def token_logprobs(model, batch: Batch) -> torch.Tensor:
     "log pi(token_t | tokens_<t) for every position t >= 1, zero at t = 0: (B, T), aligned with `completion_mask`."
     if (batch.attention_mask[:, 1:] > batch.attention_mask[:, :-1]).any():
         raise NotRightPadded("token_logprobs needs right-padded rows (make_batch builds them): padding before a real token would be attended")
+    if not batch.input_ids.is_cuda: keep_freed_memory()                                          # see above: same numbers, no faults
     attention = sdpa_kernel(TRAINING_ATTENTION, set_priority=True) if batch.input_ids.is_cuda else contextlib.nullcontext()
     if getattr(getattr(model, "config", None), "model_type", None) == "qwen3":                       # logits = lm_head(final hidden state)
         with attention: h = model.model(input_ids=batch.input_ids).last_hidden_state[:, :-1]            # (B, T-1, d)
