@@ -18,7 +18,7 @@ import argparse, json, os, pickle, platform, statistics, subprocess, sys, tempfi
 from pathlib import Path
 from unittest import mock
 sys.path.insert(0, str(Path(__file__).parent))
-from grading import HOSTILE, LOGGED_LABELS, REPO, check_logged, differences, pocket_jobs, snapshot
+from grading import HOSTILE, LOGGED_LABELS, REPO, alternated, check_logged, differences, pocket_jobs, snapshot
 from gradient_quarantine import sandbox
 from gradient_quarantine.problems import load_leetcode, assign_modes
 from gradient_quarantine.results import GRID_DIR
@@ -54,15 +54,6 @@ def serial(jobs, timeout_s: float) -> dict:
             with mock.patch.dict(os.environ, ENVS[arm]):
                 t0 = time.monotonic(); g = grade(*job, timeout_s=timeout_s); out[arm]["wall"].append(time.monotonic() - t0)
             out[arm]["grades"].append(g)
-    return out
-
-def alternated(runs: dict, rounds: int) -> dict:
-    "Each arm's run `rounds` times in ABBA order: {arm: {'seconds': [...], 'grades': the last run's}}."
-    out = {arm: {"seconds": []} for arm in runs}
-    for r in range(rounds):
-        for arm in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-            seconds, out[arm]["grades"] = runs[arm]()
-            out[arm]["seconds"].append(seconds)
     return out
 
 def pass_ms(n: int = 60) -> dict:
