@@ -109,16 +109,10 @@ class Answer:
         return rc
 
     def cell(self, name: str, params: dict, gpu: int | None) -> int:
-        "Train the cell unless it is complete; then, for a horizon cell, score its checkpoints unless they are scored."
-        run = ANSWER_DIR/name
-        notebook = ANSWER_DIR/f"{name}.ipynb"          # the run directory is passed: the kernel cannot see this name
-        executed = notebook.exists() or notebook.with_suffix(".ipynb.gz").exists()          # .gz: committed
-        train = {"preset": "pocket", "run_dir": str(notebook.with_suffix("")), **params}
-        rc = 0 if complete(run) and executed else self.papermill(name, "nbs/05_train.ipynb", notebook, train, gpu)
-        if rc == 0 and name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
-            rc = self.papermill(f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
-                                {"run_dir": str(run), "ids_file": MONITORING}, gpu)
-        return rc
+        "Run what the cell still lacks (`cell_steps`) in order, stopping at the first that fails; its exit code."
+        for log_name, notebook, out, step_params in cell_steps(name, params):
+            if rc := self.papermill(log_name, notebook, out, step_params, gpu): return rc
+        return 0
 
     def finish(self, name: str, rc: int):
         "Record NAME's exit code and make the cells that need it ready (or failed, when it failed); under the lock."
@@ -148,20 +142,24 @@ class Answer:
         print(f"answer grid done: {len(self.codes) - len(failed)} ok, {len(failed)} failed {failed or ''}", flush=True)
         return len(failed)
 
+def cell_steps(name: str, params: dict) -> list[tuple[str, str, Path, dict]]:
+    """What a cell still lacks, as (log name, notebook, output notebook, parameters): its training run unless it is
+    complete and executed, then, for a horizon cell, the scoring of its checkpoints unless they are scored."""
+    run = ANSWER_DIR/name
+    notebook = ANSWER_DIR/f"{name}.ipynb"          # the run directory is passed: the kernel cannot see this name
+    executed = notebook.exists() or notebook.with_suffix(".ipynb.gz").exists()          # .gz: committed
+    steps = [] if complete(run) and executed else [
+        (name, "nbs/05_train.ipynb", notebook, {"preset": "pocket", "run_dir": str(run), **params})]
+    if name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
+        steps.append((f"{name}.eval_curve", "nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
+                      {"run_dir": str(run), "ids_file": MONITORING}))
+    return steps
+
 def grid_jobs(cells: list[tuple]) -> list[GridJob]:
-    "The cells as scheduler jobs, each with what it still lacks: its training notebook, and a horizon cell's eval curve."
-    jobs, names = [], {c[1] for c in cells}
-    for _, name, params, needs in sorted(cells):
-        run, notebook = ANSWER_DIR/name, ANSWER_DIR/f"{name}.ipynb"
-        executed = notebook.exists() or notebook.with_suffix(".ipynb.gz").exists()
-        commands = [] if complete(run) and executed else [papermill_command(
-            "nbs/05_train.ipynb", notebook, {"preset": "pocket", "run_dir": str(run), **params})]
-        if name.startswith("h200_") and not (run/"eval_curve.jsonl").exists():
-            commands.append(papermill_command("nbs/07_eval_curve.ipynb", run/"eval_curve.ipynb",
-                                              {"run_dir": str(run), "ids_file": MONITORING}))
-        if commands: jobs.append(GridJob(name, tuple(commands), needs if needs in names else None))
-    done = {c[1] for c in cells} - {j.name for j in jobs}
-    return [j if j.needs not in done else GridJob(j.name, j.commands) for j in jobs]   # a finished need is met
+    "The cells that lack anything as scheduler jobs; a job needs another only while that one lacks something too."
+    steps = {name: cell_steps(name, params) for _, name, params, _ in cells}
+    return [GridJob(name, tuple(papermill_command(*step[1:]) for step in steps[name]),
+                    needs if steps.get(needs) else None) for _, name, _, needs in sorted(cells) if steps[name]]
 
 def seed_range(text: str) -> list[int]:
     lo, _, hi = text.partition("-")
