@@ -142,14 +142,13 @@ def stream_seed(seed: int, update: int, stream: int) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 def check_streams(streams: int, prompts: int, world: World):
-    "Fail before any work unless every rank gets whole blocks of prompts, the same on any number of ranks."
+    "Fail before any work unless every rank gets whole blocks (a config's blocks already divide its prompts)."
     if world.size > 1 and streams == 0:
         raise ValueError(f"{world.size} processes need rollout_streams > 0, a multiple of {world.size} that divides "
                          f"prompts_per_update ({prompts}), e.g. --rollout-streams {world.size}: a run's rollouts "
                          "must not depend on how many processes generate them")
-    if streams and (streams % world.size or prompts % streams):
-        raise ValueError(f"rollout_streams={streams} must be a multiple of the {world.size} processes and divide "
-                         f"prompts_per_update={prompts}")
+    if streams % world.size:
+        raise ValueError(f"rollout_streams={streams} must be a multiple of the {world.size} processes")
 
 @patch
 def groups(self: World, prompts: int) -> range:
