@@ -60,13 +60,11 @@ def from_env(cls: World) -> World:
 
 # %% ../nbs/04f_distributed.ipynb #07f0f61c
 @patch
-def barrier(self: World):
-    if self.size > 1: dist.barrier()
-
-@patch
-def close(self: World):
-    "Leave the process group (at the end of a run)."
-    if self.size > 1 and dist.is_initialized(): dist.destroy_process_group()
+def close(self: World, finished: bool = True):
+    "Leave the process group: after a FINISHED run, once every rank is here (none still receiving); after an error, now."
+    if self.size == 1 or not dist.is_initialized(): return
+    if finished: dist.barrier()
+    dist.destroy_process_group()
 
 @patch
 def broadcast(self: World, obj):

@@ -688,8 +688,11 @@ def open_run(run_dir, update: int | None = None):
 def main(argv: list[str] | None = None) -> dict:
     "Run the training the command line asks for (under torchrun, this rank's part); the deploy and as-trained results."
     cfg, rerun = parse_cli(argv)
-    trainer = Trainer(cfg)
-    try: return trainer.run(rerun=rerun)
-    finally: trainer.world.close()
+    trainer, finished = Trainer(cfg), False
+    try:
+        results = trainer.run(rerun=rerun)
+        finished = True
+        return results
+    finally: trainer.world.close(finished)
 
 if __name__ == "__main__" and "__file__" in globals(): main()             # python -m, not a notebook kernel
