@@ -10,8 +10,8 @@ __all__ = ['PAGE_SUFFIXES', 'PLOTLY_MIME', 'COPY_JS', 'MENU_JS', 'SEARCH_JS', 'R
            'remote_refs', 'render_markdown', 'page_title', 'resolve_link', 'rewrite_links', 'site_nav', 'nav_files',
            'nav_html', 'plotly_js', 'site_css', 'mathjax_dir', 'has_math', 'mathjax_tags', 'notebook_front_matter',
            'executes', 'execute_page', 'page_footer', 'toc_html', 'render_page', 'page_html', 'page_text',
-           'write_search', 'run_page', 'is_run_page', 'title_block', 'build_site', 'main', 'require_browser', 'serve',
-           'check_pages', 'print_pdf', 'pdf_pages']
+           'write_search', 'run_page', 'is_run_page', 'title_block', 'site_out', 'build_site', 'require_browser',
+           'serve', 'check_pages', 'print_pdf', 'pdf_pages', 'page_problems', 'check_site', 'main']
 
 # %% ../nbs/91_site.ipynb #90d5b7ae
 import argparse, contextlib, copy, fnmatch, functools, html, http.server, importlib.resources, importlib.util, itertools, json, math
@@ -584,13 +584,17 @@ def title_block(body: str, meta: dict, pdf: str | None = None) -> str:
     return re.sub(r"</h1>", lambda m: m.group(0) + line, body, count=1) if "</h1>" in body else line + body
 
 # %% ../nbs/91_site.ipynb #b0676369
+def site_out(root, cfg: dict, out=None) -> Path:
+    "Where the site of ROOT goes: OUT if given, else `project.output-dir` of its `_quarto.yml`, else ROOT/_site."
+    return Path(out) if out is not None else Path(root)/((cfg.get("project") or {}).get("output-dir") or "_site")
+
 def build_site(root=".", out=None) -> list[Path]:
     """Render every page `_quarto.yml` at `root` lists into `out` (default: its `project.output-dir`, else `_site`); the
     pages written, in `project.render` order. A notebook whose front matter says `print-pdf: true` is also printed to a
     PDF beside its page (headless Chromium, see `print_pdf`)."""
     root = Path(root).resolve()
     cfg = load_config(root)
-    out = Path(out) if out is not None else root/((cfg.get("project") or {}).get("output-dir") or "_site")
+    out = site_out(root, cfg, out)
     pages = list_pages(root, cfg)
     content = {p: nbformat.read(root/p, as_version=4) if p.endswith(".ipynb") else (root/p).read_text(encoding="utf-8") for p in pages}
     for p in pages:
@@ -623,15 +627,6 @@ def build_site(root=".", out=None) -> list[Path]:
     write_search(out, docs, titles, nav, pages)
     for page, pdf in pdfs: print_pdf(out, page, pdf)
     return written
-
-def main(argv=None):
-    "`python -m gradient_quarantine.site [--root PATH] [--out PATH]`"
-    ap = argparse.ArgumentParser(prog="python -m gradient_quarantine.site", description="Render the pages of _quarto.yml into a static site (fallback for quarto render).")
-    ap.add_argument("--root", default=".", help="directory holding _quarto.yml (default: .)")
-    ap.add_argument("--out", default=None, help="output directory (default: project.output-dir of _quarto.yml, else ROOT/_site)")
-    a = ap.parse_args(argv)
-    written = build_site(a.root, a.out)
-    print(f"wrote {len(written)} pages under {written[0].parent if len(written) == 1 else Path(os.path.commonpath(written))}")
 
 # %% ../nbs/91_site.ipynb #7fb4a1f5
 CHROMIUM = os.environ.get("GQ_CHROMIUM", "/usr/bin/chromium")
@@ -785,6 +780,71 @@ def print_pdf(out, page: str, pdf, timeout_ms: int = 60_000) -> Path:
 def pdf_pages(pdf) -> int:
     "The number of pages of a PDF file (its /Type /Page objects)."
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", Path(pdf).read_bytes()))
+
+# %% ../nbs/91_site.ipynb #eb73a8de
+def _numbered(captions: list[str], kind: str) -> list[int]:
+    return [int(c.split()[1]) for c in captions if c.split()[0] == kind]
+
+def page_problems(html_text: str, wide: dict, phone: dict, menu: list[str], pdf: Path | None) -> list[str]:
+    "The rules one built page breaks, from its HTML and what `check_pages` saw at 1280 (WIDE) and 390 px (PHONE)."
+    bad = [f"{w} px: {e}" for w, r in ((1280, wide), (390, phone)) for e in r["errors"]]
+    bad += [f"fetches {u}" for u in sorted(set(remote_refs(html_text)) | set(wide["external"] + phone["external"]))]
+    if wide["drawn"] < wide["plots"]: bad.append(f"{wide['plots'] - wide['drawn']} of {wide['plots']} figures not drawn")
+    bad += [f"TeX left visible: {t!r}" for t in wide["raw_tex"]]
+    for w, r in ((1280, wide), (390, phone)):
+        if r["sideways"] > 0: bad.append(f"{w} px: scrolls {r['sideways']} px sideways")
+        bad += [f"{w} px: a {tag} is cut off" for tag in r["cut"]]
+    bad += [f"shows a path of the build machine: {p}" for p in wide["local_paths"]]
+    bad += [f"cites a document outside the repository: {p!r}" for p in wide["outside_refs"]]
+    if phone["menu"] != menu: bad.append(f"390 px: the navbar links reachable are {phone['menu']}, not {menu}")
+    if pdf is not None and not (pdf.is_file() and pdf_pages(pdf) >= 1): bad.append(f"no PDF at {pdf.name}")
+    if pdf is not None and f'href="{pdf.name}">PDF</a>' not in html_text: bad.append(f"{pdf.name} is not linked")
+    if '<p class="byline">' in html_text:                   # a publication (title_block's byline): numbered captions
+        for kind, shown in (("Figure", wide["plots"]), ("Table", wide["tables"])):
+            got = _numbered(wide["captions"], kind)
+            if got != list(range(1, shown + 1)): bad.append(f"{kind} captions {got} for {shown} shown")
+        if "[^" in page_text(html_text): bad.append("an unresolved footnote [^...]")
+    return bad
+
+# %% ../nbs/91_site.ipynb #523592a0
+def check_site(root=".", out=None) -> dict:
+    "{page: the rules it breaks} for the site built from ROOT's `_quarto.yml` (at OUT): every page it lists, and search."
+    root = Path(root).resolve()
+    cfg = load_config(root)
+    out, pages = site_out(root, cfg, out), list_pages(root, cfg)
+    sources = {page_out(p): p for p in pages} | {"search.html": None}
+    built = [h for h in sources if (out/h).is_file()]
+    wide, phone = check_pages(out, built), check_pages(out, built, width=390)
+    nav = site_nav(cfg, pages, {p: p for p in pages}, root)
+    menu = [i["text"] for i in nav["left"] + nav["right"]] + ["Search"]
+    def pdf(h: str) -> Path | None:
+        src = sources[h]
+        if src is None or not src.endswith(".ipynb"): return None
+        asks = notebook_front_matter(nbformat.read(root/src, as_version=4)).get("print-pdf")
+        return out/(h.removesuffix(".html") + ".pdf") if asks else None
+    return {h: page_problems((out/h).read_text(), wide[h], phone[h], menu, pdf(h)) if h in built else ["not built"]
+            for h in sources}
+
+# %% ../nbs/91_site.ipynb #46e6af81
+def main(argv=None):
+    "`python -m gradient_quarantine.site [--root PATH] [--out PATH] [--check]`"
+    ap = argparse.ArgumentParser(prog="python -m gradient_quarantine.site",
+                                 description="Render the pages of _quarto.yml into a static site (fallback for quarto "
+                                             "render) and, with --check, check them in headless Chromium.")
+    ap.add_argument("--root", default=".", help="directory holding _quarto.yml (default: .)")
+    ap.add_argument("--out", default=None,
+                    help="output directory (default: project.output-dir of _quarto.yml, else ROOT/_site)")
+    ap.add_argument("--check", action="store_true", help="then open every page at 1280 and 390 px and list the rules "
+                                                         "each breaks (exit status 1 if any)")
+    a = ap.parse_args(argv)
+    written = build_site(a.root, a.out)
+    print(f"wrote {len(written)} pages under {site_out(Path(a.root).resolve(), load_config(a.root), a.out)}")
+    if not a.check: return
+    problems = check_site(a.root, a.out)
+    for page, bad in problems.items(): print("".join(f"{page}: {b}\n" for b in bad), end="")
+    failing = sum(map(bool, problems.values()))
+    print(f"checked {len(problems)} pages at 1280 and 390 px: {failing} with problems")
+    if failing: raise SystemExit(1)
 
 # %% ../nbs/91_site.ipynb #afd8c1aa
 if __name__ == "__main__": main()
