@@ -27,7 +27,8 @@ def weight_digest(weight: torch.Tensor) -> str:
     return h.hexdigest()
 
 def svd_cache_dir() -> Path:
-    return Path(os.environ.get("GQ_SVD_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home()/".cache"))/"gradient_quarantine"/"svd"))
+    return Path(os.environ.get("GQ_SVD_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home()/".cache"))
+                               /"gradient_quarantine"/"svd"))
 
 def svd_basis(weight: torch.Tensor, *, cache: bool = True) -> tuple[torch.Tensor, torch.Tensor, str]:
     "U (d_out, r) and Vh (r, d_in) of an fp32 reduced SVD of `weight`, r = min(d_out, d_in), and the weight's digest."
@@ -44,7 +45,8 @@ def svd_basis(weight: torch.Tensor, *, cache: bool = True) -> tuple[torch.Tensor
 
 # %% ../nbs/02_adapter.ipynb #47242e37
 class KnobLinear(nn.Module):
-    "A frozen nn.Linear plus U((s + s_q) * (Vh x)); while a sink collects, its backward hands the per-token knob gradients to the sink."
+    ("A frozen nn.Linear plus U((s + s_q) * (Vh x)); while a sink collects, its backward hands the per-token knob "
+     "gradients to the sink.")
     def __init__(self, base: nn.Linear, U: torch.Tensor, Vh: torch.Tensor, state: dict, name: str):
         super().__init__()
         self.base, self.name, self.state = base, name, state
@@ -62,7 +64,8 @@ class KnobLinear(nn.Module):
 
     @torch.no_grad()
     def merged_weight(self) -> torch.Tensor:
-        "The layer as one matrix (d_out, d_in) in the base weight's dtype: W + U diag(k) Vh, summed in fp32, knobs as they are now."
+        ("The layer as one matrix (d_out, d_in) in the base weight's dtype: W + U diag(k) Vh, summed in fp32, knobs "
+         "as they are now.")
         W, k = self.base.weight, self.knob()
         if k is None or not k.any(): return W
         return torch.addmm(W.float(), self.U.float() * k, self.Vh.float()).to(W.dtype)   # (d_out, r) * (r,) @ (r, d_in)
@@ -77,7 +80,8 @@ class KnobLinear(nn.Module):
         return y + kh @ self.U.T                            # (..., d_out)
 
 class _ScaleToSink(torch.autograd.Function):
-    "h * k whose backward hands the per-token knob gradients g_t = delta_t * h_t to a sink instead of summing them into k's grad."
+    ("h * k whose backward hands the per-token knob gradients g_t = delta_t * h_t to a sink instead of summing them "
+     "into k's grad.")
     @staticmethod
     def forward(ctx, h, k, layer, sink):                   # h: (..., r), k: (r,) fp32
         ctx.save_for_backward(h, k); ctx.layer, ctx.sink = layer, sink
@@ -92,8 +96,10 @@ class _ScaleToSink(torch.autograd.Function):
 # %% ../nbs/02_adapter.ipynb #35ac5c75
 class Knobs:
     "The knob layers of one model: parameters, deploy, the knobs-off reference, gradient sinks, save and load."
-    def __init__(self, model: nn.Module, layers: dict[str, KnobLinear], targets, model_id: str, state: dict, digests: dict):
-        self.model, self.layers, self.targets, self.model_id, self._state = model, layers, tuple(targets), model_id, state
+    def __init__(self, model: nn.Module, layers: dict[str, KnobLinear], targets, model_id: str, state: dict,
+                 digests: dict):
+        self.model, self.layers, self.targets, self.model_id, self._state = \
+            model, layers, tuple(targets), model_id, state
         self.basis_digest = hashlib.sha256("|".join(digests[n] for n in layers).encode()).hexdigest()
     names = property(lambda self: list(self.layers))
     def deployed_parameters(self) -> list[nn.Parameter]: return [m.deployed for m in self.layers.values()]
@@ -122,13 +128,15 @@ class Knobs:
         return self._set("quarantine_off", True)
 
     def collect(self, sink):
-        "Context: every backward pass hands each layer's per-token knob gradients (B, T, r) to `sink.consume(layer, g)`."
+        ("Context: every backward pass hands each layer's per-token knob gradients (B, T, r) to "
+         "`sink.consume(layer, g)`.")
         return self._set("sink", sink)
 
 # %% ../nbs/02_adapter.ipynb #5c84e161
 def _meta(knobs: Knobs) -> dict:
     return {"format": KNOBS_FORMAT, "model_id": knobs.model_id, "targets": json.dumps(list(knobs.targets)),
-            "names": json.dumps(knobs.names), "shapes": json.dumps([m.deployed.shape[0] for m in knobs.layers.values()]),
+            "names": json.dumps(knobs.names),
+            "shapes": json.dumps([m.deployed.shape[0] for m in knobs.layers.values()]),
             "basis_sha256": knobs.basis_digest}
 
 @torch.no_grad()
@@ -143,10 +151,12 @@ def _save(self: Knobs, path, extra_metadata: dict | None = None):
 
 @torch.no_grad()
 def _load(self: Knobs, path) -> dict:
-    "Load knobs saved by `save`; raise if they belong to another model, other targets or other shapes. Returns the metadata."
+    ("Load knobs saved by `save`; raise if they belong to another model, other targets or other shapes. Returns the "
+     "metadata.")
     with safe_open(str(path), "pt") as f:
         meta = f.metadata() or {}
-        if meta.get("format") != KNOBS_FORMAT: raise ValueError(f"{path} is not a knobs file (format {meta.get('format')!r})")
+        if meta.get("format") != KNOBS_FORMAT:
+            raise ValueError(f"{path} is not a knobs file (format {meta.get('format')!r})")
         mine = _meta(self)
         for key, what in (("targets", "target layers"), ("names", "layer names"), ("shapes", "knob sizes"),
                           ("model_id", "model id"), ("basis_sha256", "base weights")):
@@ -160,7 +170,8 @@ def _load(self: Knobs, path) -> dict:
 Knobs.save, Knobs.load = _save, _load
 
 # %% ../nbs/02_adapter.ipynb #7535cc57
-def attach_knobs(model: nn.Module, targets=DEFAULT_TARGETS, *, model_id: str | None = None, svd_cache: bool = True) -> Knobs:
+def attach_knobs(model: nn.Module, targets=DEFAULT_TARGETS, *, model_id: str | None = None,
+                 svd_cache: bool = True) -> Knobs:
     "Wrap every nn.Linear whose name ends in one of `targets` with a KnobLinear; freeze everything else."
     if getattr(model, "_knobs", None) is not None: raise ValueError("this model already has knobs attached")
     for p in model.parameters(): p.requires_grad_(False)
@@ -181,14 +192,17 @@ def attach_knobs(model: nn.Module, targets=DEFAULT_TARGETS, *, model_id: str | N
 class GradCapture:
     "A sink that keeps each layer's knob gradients of one forward/backward, per rollout (B, r) or per token (B, T, r)."
     def __init__(self, granularity: str = "rollout"):
-        if granularity not in ("rollout", "token"): raise ValueError(f"granularity must be 'rollout' or 'token', got {granularity!r}")
+        if granularity not in ("rollout", "token"):
+            raise ValueError(f"granularity must be 'rollout' or 'token', got {granularity!r}")
         self.granularity, self.grads = granularity, {}
     def consume(self, layer, g):                            # g: (B, T, r)
-        if layer.name in self.grads: raise RuntimeError("GradCapture holds one forward/backward: use a new capture per batch")
+        if layer.name in self.grads:
+            raise RuntimeError("GradCapture holds one forward/backward: use a new capture per batch")
         self.grads[layer.name] = g.detach().sum(1) if self.granularity == "rollout" else g.detach()
 
 # %% ../nbs/02_adapter.ipynb #95ce5dd4
-def tiny_qwen3(vocab_size: int = 97, *, seed: int = 0, hidden_size: int = 32, layers: int = 2, dtype=torch.float32, **overrides):
+def tiny_qwen3(vocab_size: int = 97, *, seed: int = 0, hidden_size: int = 32, layers: int = 2, dtype=torch.float32,
+               **overrides):
     "A small random Qwen3ForCausalLM (no download): for tests and the smoke preset."
     from transformers import Qwen3Config, Qwen3ForCausalLM
     cfg = Qwen3Config(vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size - 16,

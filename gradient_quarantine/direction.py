@@ -45,10 +45,12 @@ def pairs_digest(pairs) -> str:
     return hashlib.sha256(repr([(p.id, p.prompt, p.hack, p.clean) for p in pairs]).encode()).hexdigest()
 
 def backward_chunks(lengths: list[int], chunk: int, max_tokens: int | None = None) -> list[range]:
-    "Consecutive runs of sequences for one backward each: at most `chunk` of them and, padded to their longest, at most `max_tokens` tokens (a longer one goes alone)."
+    ("Consecutive runs of sequences for one backward each: at most `chunk` of them and, padded to their longest, at "
+     "most `max_tokens` tokens (a longer one goes alone).")
     out, start, longest = [], 0, 0
     for i, n in enumerate(lengths):
-        if i > start and (i - start >= chunk or (max_tokens is not None and (i - start + 1) * max(longest, n) > max_tokens)):
+        if i > start and (i - start >= chunk
+                          or (max_tokens is not None and (i - start + 1) * max(longest, n) > max_tokens)):
             out.append(range(start, i)); start, longest = i, 0
         longest = max(longest, n)
     return out + [range(start, len(lengths))] if lengths else out
@@ -57,7 +59,8 @@ _CACHE: dict[str, PairGrads] = {}
 
 def pair_gradients(model, knobs: Knobs, tokenizer, pairs, *, chunk: int = 16, max_tokens: int | None = None,
                    max_prompt_tokens: int | None = None) -> PairGrads:
-    "Hack-side and clean-side gradients of every pair, quarantine off, `backward_chunks` at a time; cached by the content of pairs, model and knobs."
+    ("Hack-side and clean-side gradients of every pair, quarantine off, `backward_chunks` at a time; cached by the "
+     "content of pairs, model and knobs.")
     key = hashlib.sha256(f"{pairs_digest(pairs)}|{knob_digest(knobs)}|{chunk}|{max_tokens}".encode()).hexdigest()
     if key in _CACHE: return _CACHE[key]
     prompts = [encode_prompt(tokenizer, p.prompt, max_prompt_tokens) for p in pairs]
@@ -65,7 +68,8 @@ def pair_gradients(model, knobs: Knobs, tokenizer, pairs, *, chunk: int = 16, ma
     with knobs.quarantine_off():
         for side in ("hack", "clean"):
             comps = [encode_completion(tokenizer, getattr(p, side)) for p in pairs]
-            parts = [_mean_nll_grads(model, knobs, make_batch(prompts[r.start:r.stop], comps[r.start:r.stop], tokenizer.pad_token_id).to(dev))
+            parts = [_mean_nll_grads(model, knobs, make_batch(prompts[r.start:r.stop], comps[r.start:r.stop],
+                                                              tokenizer.pad_token_id).to(dev))
                      for r in backward_chunks([len(p) + len(c) for p, c in zip(prompts, comps)], chunk, max_tokens)]
             sides[side] = {n: torch.cat([part[n] for part in parts]) for n in knobs.names}
     _CACHE[key] = out = PairGrads(sides["hack"], sides["clean"], tuple(p.id for p in pairs), key)
@@ -82,11 +86,13 @@ class Direction:
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
     n = x.norm()
-    if not torch.isfinite(n) or n == 0: raise FloatingPointError("direction has zero or non-finite norm: the pairs carry no gradient here")
+    if not torch.isfinite(n) or n == 0:
+        raise FloatingPointError("direction has zero or non-finite norm: the pairs carry no gradient here")
     return x / n
 
 def hack_direction(grads: PairGrads, k: int = 1) -> Direction:
-    "v_m = unit(mean_p(g_hack - g_clean)) per layer (k = 1), or the top-k oriented right singular vectors of the differences."
+    ("v_m = unit(mean_p(g_hack - g_clean)) per layer (k = 1), or the top-k oriented right singular vectors of the "
+     "differences.")
     out = {}
     for n in grads.hack:
         D = grads.hack[n] - grads.clean[n]                                               # (P, r)
@@ -120,16 +126,18 @@ class DirectionSchedule:
                  max_prompt_tokens: int | None = None, chunk: int = 16, max_tokens: int | None = None):
         if refresh_every < 0: raise ValueError(f"refresh_every must be >= 0 (0 = frozen), got {refresh_every}")
         self.model, self.knobs, self.tokenizer, self.pairs = model, knobs, tokenizer, list(pairs)
-        self.refresh_every, self.k, self.max_prompt_tokens, self.chunk, self.max_tokens = refresh_every, k, max_prompt_tokens, chunk, max_tokens
+        self.refresh_every, self.k, self.max_prompt_tokens, self.chunk, self.max_tokens = \
+            refresh_every, k, max_prompt_tokens, chunk, max_tokens
         self.grads = self.direction = None
         self.last_overlap, self.refreshed_at = float("nan"), None
 
     def at(self, update: int) -> tuple[Direction, PairGrads]:
         "The direction to use for `update` (and the pair gradients it was read from)."
-        due = self.direction is None or (self.refresh_every > 0 and update % self.refresh_every == 0 and update != self.refreshed_at)
+        due = self.direction is None or (self.refresh_every > 0 and update % self.refresh_every == 0
+                                         and update != self.refreshed_at)
         if due:
-            grads = pair_gradients(self.model, self.knobs, self.tokenizer, self.pairs, chunk=self.chunk, max_tokens=self.max_tokens,
-                                   max_prompt_tokens=self.max_prompt_tokens)
+            grads = pair_gradients(self.model, self.knobs, self.tokenizer, self.pairs, chunk=self.chunk,
+                                   max_tokens=self.max_tokens, max_prompt_tokens=self.max_prompt_tokens)
             new = hack_direction(grads, self.k)
             self.last_overlap = overlap(new, self.direction) if self.direction is not None else float("nan")
             self.grads, self.direction, self.refreshed_at = grads, new, update
@@ -138,8 +146,9 @@ class DirectionSchedule:
     def state_dict(self) -> dict:
         "What a checkpoint needs to continue exactly: the current direction, when it was read, the last overlap."
         d = self.direction
-        return {"vectors": None if d is None else {n: v.cpu() for n, v in d.vectors.items()}, "pair_ids": d.pair_ids if d else (),
-                "key": d.key if d else "", "refreshed_at": self.refreshed_at, "last_overlap": self.last_overlap}
+        return {"vectors": None if d is None else {n: v.cpu() for n, v in d.vectors.items()},
+                "pair_ids": d.pair_ids if d else (), "key": d.key if d else "", "refreshed_at": self.refreshed_at,
+                "last_overlap": self.last_overlap}
 
     def load_state_dict(self, state: dict):
         dev = next(iter(self.knobs.layers.values())).deployed.device

@@ -61,7 +61,8 @@ def from_env(cls: World) -> World:
 # %% ../nbs/04f_distributed.ipynb #07f0f61c
 @patch
 def close(self: World, finished: bool = True):
-    "Leave the process group: after a FINISHED run, once every rank is here (none still receiving); after an error, now."
+    ("Leave the process group: after a FINISHED run, once every rank is here (none still receiving); after an "
+     "error, now.")
     if self.size == 1 or not dist.is_initialized(): return
     if finished: dist.barrier()
     dist.destroy_process_group()

@@ -46,7 +46,8 @@ class ConservingAdamW(torch.optim.Optimizer):
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         quarantine = list(quarantine or [])
         if quarantine and [p.shape for p in quarantine] != [p.shape for p in deployed]:
-            raise ValueError("the quarantine knobs must pair one to one with the deployed knobs (same shapes, same order)")
+            raise ValueError("the quarantine knobs must pair one to one with the deployed knobs (same shapes, "
+                             "same order)")
         super().__init__([{"params": list(deployed) + quarantine, "n_deployed": len(deployed)}],
                          dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
 
@@ -64,7 +65,8 @@ class ConservingAdamW(torch.optim.Optimizer):
 # %% ../nbs/04a_optimizer.ipynb #opt010
 @torch.no_grad()
 def clip_combined_(opt: ConservingAdamW, max_norm: float) -> float:
-    "Scale every pair's gradients so that the norm of their sums is at most `max_norm`; return that norm before clipping."
+    ("Scale every pair's gradients so that the norm of their sums is at most `max_norm`; return that norm before "
+     "clipping.")
     sums = [g for group in opt.param_groups for d, q in opt.pairs(group) if (g := _combined(d, q)) is not None]
     if not sums: return 0.0
     norm = torch.nn.utils.get_total_norm(sums)                       # torch's own clip_grad_norm_ arithmetic, so that

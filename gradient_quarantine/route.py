@@ -35,7 +35,8 @@ def _rank1(direction: Direction, name: str) -> torch.Tensor:
 SCOPES = ("layer", "global")
 
 def as_global(direction: Direction) -> Direction:
-    "One direction over all layers: the per-layer unit vectors concatenated (in layer order) and rescaled to unit length."
+    ("One direction over all layers: the per-layer unit vectors concatenated (in layer order) and rescaled to unit "
+     "length.")
     names = list(direction.vectors)
     v = torch.cat([_rank1(direction, n) for n in names]) / math.sqrt(len(names))
     return Direction({"global": v[None]}, direction.source, direction.pair_ids, direction.key + ":global")
@@ -45,12 +46,14 @@ def concat_layers(grads: dict[str, torch.Tensor], names) -> torch.Tensor:
     return torch.cat([grads[n] for n in names], -1)
 
 def calibrate_band(grads: PairGrads, direction: Direction, stat: str = "p75", scope: str = "layer") -> Band:
-    "Band edges from the pairs' own cosines with the direction: clean side -> lower, hack side -> upper; per layer or global."
+    ("Band edges from the pairs' own cosines with the direction: clean side -> lower, hack side -> upper; per layer "
+     "or global.")
     if stat not in BAND_STATS: raise ValueError(f"unknown band statistic {stat!r}: valid are {', '.join(BAND_STATS)}")
     if scope not in SCOPES: raise ValueError(f"unknown scope {scope!r}: valid are {', '.join(SCOPES)}")
     if scope == "global":
         names = list(direction.vectors)
-        grads = PairGrads({"global": concat_layers(grads.hack, names)}, {"global": concat_layers(grads.clean, names)}, grads.pair_ids, grads.key)
+        grads = PairGrads({"global": concat_layers(grads.hack, names)}, {"global": concat_layers(grads.clean, names)},
+                          grads.pair_ids, grads.key)
         direction = as_global(direction)
     lower, upper = {}, {}
     for n in grads.hack:
@@ -84,8 +87,10 @@ class MatchedGate:
         x = cosines(g, _rank1(self.direction, name)) * sign                # cos(sign g, v)
         w = max(self.width[name], 1e-6)
         if not live.any(): return torch.zeros_like(x)
-        lo, hi = x[live].min().item() - w, x[live].max().item()           # lower edge: f = 1 everywhere ... 0 everywhere
-        for _ in range(60):                                               # bisection: mean f decreases as the edge rises
+        # lower edge: f = 1 everywhere ... 0 everywhere
+        lo, hi = x[live].min().item() - w, x[live].max().item()
+        # bisection: mean f decreases as the edge rises
+        for _ in range(60):
             mid = (lo + hi) / 2
             if ramp(x[live], mid, mid + w).mean().item() > self.target: lo = mid
             else: hi = mid
@@ -108,11 +113,14 @@ def _carries_gradient(G: torch.Tensor) -> torch.Tensor:
     return (lo < 0) | (hi > 0)
 
 class Router:
-    "Split knob gradients between deployed and quarantine through `gate`, per rollout or per token; cosines per layer or global."
+    ("Split knob gradients between deployed and quarantine through `gate`, per rollout or per token; cosines per "
+     "layer or global.")
     def __init__(self, knobs, gate, granularity: str = "rollout", scope: str = "layer"):
-        if granularity not in GRANULARITIES: raise ValueError(f"unknown granularity {granularity!r}: valid are {', '.join(GRANULARITIES)}")
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"unknown granularity {granularity!r}: valid are {', '.join(GRANULARITIES)}")
         if scope not in SCOPES: raise ValueError(f"unknown scope {scope!r}: valid are {', '.join(SCOPES)}")
-        if scope == "global" and granularity == "token": raise ValueError("a global cosine is supported per rollout only")
+        if scope == "global" and granularity == "token":
+            raise ValueError("a global cosine is supported per rollout only")
         self.knobs, self.gate, self.granularity, self.scope = knobs, gate, granularity, scope
         self.signs, self._d, self._q, self._f, self._rollout_f, self._pending = None, {}, {}, {}, [], {}
 
@@ -124,21 +132,25 @@ class Router:
         if self.signs is None or self.signs.shape[0] != g.shape[0]:
             raise ValueError(f"set_advantages() for this batch of {g.shape[0]} rollouts first")
         G = g.sum(1) if self.granularity == "rollout" else g                   # (B, r) | (B, T, r)
-        if self.scope == "global": self._pending[layer.name] = G; return      # split in end_backward, once every layer is in
+        # split in end_backward, once every layer is in
+        if self.scope == "global": self._pending[layer.name] = G; return
         sign = self.signs.to(G.device).view(-1, *[1] * (G.dim() - 2))         # (B,) | (B, 1)
         live = _carries_gradient(G)                                            # (B,) | (B, T)
         self._split(layer.name, G, self.gate.fractions(layer.name, G, sign, live), live)
 
     def _split(self, n: str, G: torch.Tensor, f: torch.Tensor, live: torch.Tensor):
         Gu = G.reshape(-1, G.shape[-1])                                        # (units, r)
-        q, d = f.reshape(-1) @ Gu, (1 - f).reshape(-1) @ Gu                    # (r,) each: sum_u f_u g_u, sum_u (1 - f_u) g_u
+        # (r,) each: sum_u f_u g_u, sum_u (1 - f_u) g_u
+        q, d = f.reshape(-1) @ Gu, (1 - f).reshape(-1) @ Gu
         self._d[n], self._q[n] = self._d.get(n, 0) + d, self._q.get(n, 0) + q
         fs, cnt = self._f.get(n, (0, 0))
-        self._f[n] = (fs + (f * live).sum(), cnt + live.sum())                 # kept on the device: no host sync inside the backward
+        # kept on the device: no host sync inside the backward
+        self._f[n] = (fs + (f * live).sum(), cnt + live.sum())
         self._rollout_f.append(f if f.dim() == 1 else (f * live).sum(1) / live.sum(1).clamp(min=1))   # (B,)
 
     def end_backward(self) -> torch.Tensor | None:
-        "Call after each backward: finishes a global split; returns each rollout's routed fraction (mean over layers, tokens)."
+        ("Call after each backward: finishes a global split; returns each rollout's routed fraction (mean over "
+         "layers, tokens).")
         if self._pending:
             names = [n for n in self.knobs.names if n in self._pending]
             G = concat_layers(self._pending, names)                            # (B, R)
@@ -159,13 +171,15 @@ class Router:
             layer.quarantine.grad = torch.as_tensor(self._q.get(n, zero)).clone()
 
     def stats(self) -> dict:
-        "frout (mean routed fraction over units that carry gradient, averaged over layers) and qE (quarantine share of gradient energy)."
+        ("frout (mean routed fraction over units that carry gradient, averaged over layers) and qE (quarantine share "
+         "of gradient energy).")
         fr = [float(s) / int(c) for s, c in self._f.values() if int(c)]
         qe = sum(float((q ** 2).sum()) for q in self._q.values())
         de = sum(float((d ** 2).sum()) for d in self._d.values())
-        out = {"frout": sum(fr) / len(fr) if fr else float("nan"), "qE": qe / (qe + de) if qe + de > 0 else float("nan")}
+        out = {"frout": sum(fr) / len(fr) if fr else float("nan"),
+               "qE": qe / (qe + de) if qe + de > 0 else float("nan")}
         band = getattr(self.gate, "band", None)
         if band is not None:
-            out.update(band_lower=sum(band.lower.values()) / len(band.lower), band_upper=sum(band.upper.values()) / len(band.upper),
-                       band_width=band.width())
+            out.update(band_lower=sum(band.lower.values()) / len(band.lower),
+                       band_upper=sum(band.upper.values()) / len(band.upper), band_width=band.width())
         return out

