@@ -15,7 +15,8 @@ from .train import open_run
 
 # %% ../nbs/07_eval_curve.ipynb #fef51a3d
 def eval_curve(run_dir, *, n_prompts: int = 0, ids=None, seed: int = 12345) -> list[dict]:
-    "Score every checkpoint of a run (deploy, and trained for routed arms); write and return the rows of eval_curve.jsonl."
+    ("Score every checkpoint of a run (deploy, and trained for routed arms); write and return the rows of "
+     "eval_curve.jsonl.")
     run = open_run(run_dir, update=0)
     cfg, problems = run.cfg, run.test_problems
     if ids is not None:
@@ -29,10 +30,10 @@ def eval_curve(run_dir, *, n_prompts: int = 0, ids=None, seed: int = 12345) -> l
     for update in run_checkpoints(run_dir):
         run.knobs.load(Path(run_dir)/"checkpoints"/f"update_{update:04d}.safetensors")
         for state in states:
-            r = evaluate(run.model, run.knobs, run.tok, problems, run.test_modes, state=state, sampling=sampling, seed=seed,
-                         batch_size=cfg.eval_batch, max_prompt_tokens=cfg.max_prompt_tokens)
-            rows.append({"update": update, "state": state, "arm": cfg.arm, "seed": cfg.seed, "hack": r["hack"], "solve": r["solve"],
-                         "n": r["n"], "by_mode": r["by_mode"], "ids": [p.id for p in problems]})
+            r = evaluate(run.model, run.knobs, run.tok, problems, run.test_modes, state=state, sampling=sampling,
+                         seed=seed, batch_size=cfg.eval_batch, max_prompt_tokens=cfg.max_prompt_tokens)
+            rows.append({"update": update, "state": state, "arm": cfg.arm, "seed": cfg.seed, "hack": r["hack"],
+                         "solve": r["solve"], "n": r["n"], "by_mode": r["by_mode"], "ids": [p.id for p in problems]})
     path = Path(run_dir)/"eval_curve.jsonl"
     tmp = path.with_name(".eval_curve.jsonl.tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows)); tmp.replace(path)
@@ -45,6 +46,8 @@ def curve_figure(rows: list[dict], title: str = "Eval curve"):
     for state in dict.fromkeys(r["state"] for r in rows):
         rs = sorted((r for r in rows if r["state"] == state), key=lambda r: r["update"])
         for key, dash in (("hack", "solid"), ("solve", "dot")):
-            fig.add_scatter(x=[r["update"] for r in rs], y=[r[key] for r in rs], name=f"{key} ({state})", line=dict(dash=dash))
-    fig.update_layout(title=title, xaxis_title="optimizer updates completed", yaxis=dict(title="rate", range=[0, 1]), height=360)
+            fig.add_scatter(x=[r["update"] for r in rs], y=[r[key] for r in rs], name=f"{key} ({state})",
+                            line=dict(dash=dash))
+    fig.update_layout(title=title, xaxis_title="optimizer updates completed", yaxis=dict(title="rate", range=[0, 1]),
+                      height=360)
     return fig

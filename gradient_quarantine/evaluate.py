@@ -44,8 +44,10 @@ def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "de
              seed: int = 12345, batch_size: int = 64, eval_markers: bool = True, max_prompt_tokens: int | None = None,
              generator=None) -> dict:
     "Generate one completion per problem under its mode and grade it; the training RNG is saved and restored."
-    generator = generator or generate_fn(model)                                     # the fast generator where it supports the model
-    prompts = [encode_prompt(tokenizer, render_prompt(p, modes[p.id], eval_markers=eval_markers), max_prompt_tokens) for p in problems]
+    # the fast generator where it supports the model
+    generator = generator or generate_fn(model)
+    prompts = [encode_prompt(tokenizer, render_prompt(p, modes[p.id], eval_markers=eval_markers), max_prompt_tokens)
+               for p in problems]
     with torch.random.fork_rng(devices=[]), knob_state(knobs, state):
         torch.manual_seed(seed)
         comps = generator(model, tokenizer, prompts, sampling, batch_size=batch_size)
@@ -54,14 +56,15 @@ def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "de
     records = [{"id": p.id, "mode": modes[p.id], "completion": t, "n_tokens": len(c), **g.to_dict()}
                for p, t, c, g in zip(problems, texts, comps, grades)]
     check_not_starved(records)
-    return {"state": state, "seed": seed, "eval_markers": eval_markers, "sampling": asdict(sampling), **summarize(records),
-            "records": records}
+    return {"state": state, "seed": seed, "eval_markers": eval_markers, "sampling": asdict(sampling),
+            **summarize(records), "records": records}
 
 # %% ../nbs/06_eval.ipynb #5c45b2d0
 def monitoring_subset(records: list[dict], n: int, seed: int = 0) -> list:
     "A frozen, base-stratified subset of problem ids: the base model's solve rate on it matches the full set's."
     if n > len(records): raise ValueError(f"asked for {n} ids from {len(records)} evaluated problems")
-    solved = sorted(r["id"] for r in records if r["gt_correct"]); failed = sorted(r["id"] for r in records if not r["gt_correct"])
+    solved = sorted(r["id"] for r in records if r["gt_correct"])
+    failed = sorted(r["id"] for r in records if not r["gt_correct"])
     k = round(n * len(solved) / len(records))
     rng = random.Random(seed)
     return sorted(rng.sample(solved, k) + rng.sample(failed, n - k))

@@ -17,54 +17,67 @@ from .adapter import KnobLinear, attach_knobs, tiny_qwen3
 from .generate import Sampling, TokenIds, generate
 from .tokens import END_OF_TURN, keep_freed_memory
 try: import triton, triton.language as tl
-except ImportError: triton = None                                        # a CPU-only install without Triton: SDPA attention only
+except ImportError: triton = None   # a CPU-only install without Triton: SDPA attention only
 
 # %% ../nbs/04e_fastgen.ipynb #33adae0e
 def fastgen_support(model) -> str | None:
     "Why `fast_generate` cannot run `model`, or None when it can."
     cfg = getattr(model, "config", None)
-    if getattr(cfg, "model_type", None) != "qwen3": return f"model type {getattr(cfg, 'model_type', None)!r}: only qwen3 is supported"
+    if getattr(cfg, "model_type", None) != "qwen3":
+        return f"model type {getattr(cfg, 'model_type', None)!r}: only qwen3 is supported"
     if getattr(cfg, "attention_bias", False): return "attention projections with a bias are not supported"
-    if "sliding_attention" in (getattr(cfg, "layer_types", None) or ()): return "sliding-window attention layers are not supported"
+    if "sliding_attention" in (getattr(cfg, "layer_types", None) or ()):
+        return "sliding-window attention layers are not supported"
     rope = getattr(model.model.rotary_emb, "rope_type", "default")
-    if "dynamic" in rope or rope == "longrope": return f"rope type {rope!r} depends on the sequence length: not supported"
+    if "dynamic" in rope or rope == "longrope":
+        return f"rope type {rope!r} depends on the sequence length: not supported"
     return None
 
 # %% ../nbs/04e_fastgen.ipynb #5e982ef8
-TIE_MARGIN = 64                                                                               # candidates past the k-th: room for ties
+TIE_MARGIN = 64   # candidates past the k-th: room for ties
 
 def _top_k_candidates(logits: torch.Tensor, sampling: Sampling, k: int) -> torch.Tensor:
     "Top-k (then top-p) sampling from the k + TIE_MARGIN largest logits only: no sort of the vocabulary."
-    vals, idx = logits.topk(min(logits.shape[-1], k + TIE_MARGIN), -1)                       # (b, K) descending, in the logits' dtype
+    # (b, K) descending, in the logits' dtype
+    vals, idx = logits.topk(min(logits.shape[-1], k + TIE_MARGIN), -1)
     z = vals.float() / sampling.temperature                                                   # (b, K)
-    z = z.masked_fill(z < z[:, k - 1:k], float("-inf"))                                       # below the k-th largest; ties stay
+    # below the k-th largest; ties stay
+    z = z.masked_fill(z < z[:, k - 1:k], float("-inf"))
     probs = z.softmax(-1)                                                                     # (b, K) descending
-    if sampling.top_p < 1: probs = probs * ((probs.cumsum(-1) - probs) < sampling.top_p)      # keep while the more likely mass < top_p
+    # keep while the more likely mass < top_p
+    if sampling.top_p < 1: probs = probs * ((probs.cumsum(-1) - probs) < sampling.top_p)
     race = torch.empty(probs.shape, device=probs.device).exponential_().clamp_min_(1e-30)     # (b, K) E_i ~ Exp(1)
     return idx.gather(-1, (probs / race).argmax(-1, keepdim=True))[:, 0]                      # (b,) token i w.p. p_i
 
 def sample_next(logits: torch.Tensor, sampling: Sampling, *, candidates: bool | None = None) -> torch.Tensor:
-    "One token per row of `logits` (b, V): argmax at temperature 0, else temperature, top-k, top-p and a sync-free categorical draw."
+    ("One token per row of `logits` (b, V): argmax at temperature 0, else temperature, top-k, top-p and a sync-free "
+     "categorical draw.")
     if sampling.temperature == 0: return logits.argmax(-1)                                   # (b,)
     T, k = sampling.temperature, min(sampling.top_k, logits.shape[-1])
     if k > 0 and (logits.is_cuda if candidates is None else candidates): return _top_k_candidates(logits, sampling, k)
-    race = torch.empty(logits.shape, device=logits.device).exponential_().clamp_min_(1e-30)   # (b, V) E_i ~ Exp(1), vocabulary order
+    # (b, V) E_i ~ Exp(1), vocabulary order
+    race = torch.empty(logits.shape, device=logits.device).exponential_().clamp_min_(1e-30)
     if sampling.top_p >= 1:
         z = logits.float() / T                                                                # (b, V)
         if k > 0: z = z.masked_fill(z < z.topk(k, -1).values[:, -1:], float("-inf"))
         return (z.softmax(-1) / race).argmax(-1)                                              # (b,) token i w.p. p_i
-    srt, idx = logits.sort(-1)                                                                # (b, V) ascending, in the logits' dtype
+    # (b, V) ascending, in the logits' dtype
+    srt, idx = logits.sort(-1)
     z = srt.float() / T                                                                       # (b, V) sorted
     if k > 0: z = z.masked_fill(z < z[:, -k:-k + 1 or None], float("-inf"))                  # below the k-th largest
     probs = z.softmax(-1)                                                                     # (b, V) sorted
-    keep = probs.cumsum(-1) > 1 - sampling.top_p                                              # (b, V) drop the tail under 1 - top_p
-    keep[:, -1].fill_(True)                                                                   # the top token always stays
-    pick = (probs * keep / race.gather(-1, idx)).argmax(-1, keepdim=True)                    # (b, 1) a position in sorted order
+    # (b, V) drop the tail under 1 - top_p
+    keep = probs.cumsum(-1) > 1 - sampling.top_p
+    # the top token always stays
+    keep[:, -1].fill_(True)
+    # (b, 1) a position in sorted order
+    pick = (probs * keep / race.gather(-1, idx)).argmax(-1, keepdim=True)
     return idx.gather(-1, pick)[:, 0]                                                         # (b,) token i w.p. p_i
 
 
 # %% ../nbs/04e_fastgen.ipynb #baf45c20
-def _rope(x, cos, sin):                                                   # x: (b, heads, t, hd); cos, sin: (b, 1, t, hd)
+# x: (b, heads, t, hd); cos, sin: (b, 1, t, hd)
+def _rope(x, cos, sin):
     x1, x2 = x.chunk(2, -1)
     return x * cos + torch.cat((-x2, x1), -1) * sin                      # HF's apply_rotary_pos_emb
 
@@ -73,7 +86,8 @@ def fused_rms_norm(norm, x):
     return norm.weight * F.rms_norm(x.float(), norm.weight.shape, eps=norm.variance_epsilon).to(x.dtype)
 
 def fuse_rms_norms(model) -> int:
-    "Make every Qwen3 RMSNorm of `model` compute through `fused_rms_norm` (the trainer does, on CUDA); returns how many."
+    ("Make every Qwen3 RMSNorm of `model` compute through `fused_rms_norm` (the trainer does, on CUDA); "
+     "returns how many.")
     from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
     norms = [m for m in model.modules() if isinstance(m, Qwen3RMSNorm)]
     for m in norms: m.forward = partial(fused_rms_norm, m)
@@ -93,7 +107,8 @@ def fused_weights(model) -> list[tuple]:
     return out
 
 class _AllFinished:
-    "Whether every row has finished; on CUDA as of the previous call, so the host never waits for the steps it just queued."
+    ("Whether every row has finished; on CUDA as of the previous call, so the host never waits for the steps it "
+     "just queued.")
     def __init__(self, done):
         self.done, self.cuda, self.pending = done, done.is_cuda, False
         if self.cuda: self.host, self.event = torch.zeros((), dtype=torch.bool, pin_memory=True), torch.cuda.Event()
@@ -108,11 +123,13 @@ class _AllFinished:
 if triton is not None:
     @triton.jit
     def decode_attention_kernel(Q, K, V, O, first, last, scale, sqb, sqh, skb, skh, sks, svb, svh, svs, sob, soh,
-                                G: tl.constexpr, BLOCK_G: tl.constexpr, HD: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+                                G: tl.constexpr, BLOCK_G: tl.constexpr, HD: tl.constexpr, BLOCK_N: tl.constexpr,
+                                PRECISION: tl.constexpr):
         b, kvh = tl.program_id(0), tl.program_id(1)
         lo, hi = tl.load(first + b), tl.load(last) + 1                                          # slots lo .. hi - 1
         g, d = tl.arange(0, BLOCK_G), tl.arange(0, HD)
-        heads = (kvh * G + g)[:, None]                                                          # (BLOCK_G, 1) this group's query heads
+        # (BLOCK_G, 1) this group's query heads
+        heads = (kvh * G + g)[:, None]
         q = tl.load(Q + b * sqb + heads * sqh + d[None, :], mask=g[:, None] < G, other=0.0)    # (BLOCK_G, HD)
         m = tl.full((BLOCK_G,), float("-inf"), tl.float32)
         l = tl.zeros((BLOCK_G,), tl.float32)
@@ -142,57 +159,63 @@ def kernel_attention_support(model) -> str | None:
     return None
 
 def decode_attention(q, k, v, first, last, scale: float, *, block_n: int = 64) -> torch.Tensor:
-    "Attention of one new token per row over its cache slots first[b] .. last[0] only. q: (b, H, hd); k, v: (b, Hkv, S, hd); returns (b, H, hd)."
+    ("Attention of one new token per row over its cache slots first[b] .. last[0] only. q: (b, H, hd); "
+     "k, v: (b, Hkv, S, hd); returns (b, H, hd).")
     if triton is None: raise ImportError("decode_attention needs Triton (pip install triton), or use attention='sdpa'")
     b, H, hd = q.shape
     G = H // k.shape[1]
-    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1: raise ValueError("q, k and v need a contiguous last (head) dimension")
+    if q.stride(-1) != 1 or k.stride(-1) != 1 or v.stride(-1) != 1:
+        raise ValueError("q, k and v need a contiguous last (head) dimension")
     o = torch.empty(b, H, hd, dtype=q.dtype, device=q.device)
     if not q.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ValueError("decode_attention runs on CUDA tensors, or on CPU tensors in Triton's interpreter (TRITON_INTERPRET=1 before triton is imported)")
+        raise ValueError("decode_attention runs on CUDA tensors, or on CPU tensors in Triton's interpreter "
+                         "(TRITON_INTERPRET=1 before triton is imported)")
     decode_attention_kernel[(b, k.shape[1])](
-        q, k, v, o, first, last, scale, q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1),
-        v.stride(2), o.stride(0), o.stride(1), G=G, BLOCK_G=max(16, triton.next_power_of_2(G)), HD=hd, BLOCK_N=block_n,
-        PRECISION="ieee" if q.dtype == torch.float32 else "tf32")
+        q, k, v, o, first, last, scale, q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0),
+        v.stride(1), v.stride(2), o.stride(0), o.stride(1), G=G, BLOCK_G=max(16, triton.next_power_of_2(G)), HD=hd,
+        BLOCK_N=block_n, PRECISION="ieee" if q.dtype == torch.float32 else "tf32")
     return o
 
 # %% ../nbs/04e_fastgen.ipynb #234c27c1
 class StaticDecoder:
     "A static KV cache for `batch` rows of up to `max_len` slots, the prefill and the one-token decode step over it."
-    def __init__(self, model, weights: list, batch: int, max_len: int, sampling: Sampling, eot: int, pad: int, *, bucket: int = 128,
-                 prefill_tokens: int = 8192, kernel: bool = False):
+    def __init__(self, model, weights: list, batch: int, max_len: int, sampling: Sampling, eot: int, pad: int, *,
+                 bucket: int = 128, prefill_tokens: int = 8192, kernel: bool = False):
         cfg, self.m, self.lm_head, self.weights = model.config, model.model, model.lm_head, weights
         w = self.m.embed_tokens.weight
         dev, self.dtype = w.device, w.dtype
         self.H, self.Hkv = cfg.num_attention_heads, cfg.num_key_value_heads
         self.hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.H
         self.batch, self.max_len, self.sampling, self.eot, self.pad = batch, max_len, sampling, eot, pad
-        self.bucket, self.prefill_tokens, self.kernel = bucket, prefill_tokens, kernel   # kernel: decode_attention, else SDPA in buckets
+        # kernel: decode_attention, else SDPA in buckets
+        self.bucket, self.prefill_tokens, self.kernel = bucket, prefill_tokens, kernel
         shape = (cfg.num_hidden_layers, batch, self.Hkv, max_len, self.hd)
-        self.k = torch.zeros(shape, device=dev, dtype=self.dtype)                        # (layers, b, kv_heads, max_len, hd)
+        self.k = torch.zeros(shape, device=dev, dtype=self.dtype)               # (layers, b, kv_heads, max_len, hd)
         self.v = torch.zeros(shape, device=dev, dtype=self.dtype)
-        self.slots = torch.arange(max_len, device=dev)                                   # (max_len,)
-        cos, sin = self.m.rotary_emb(self.k[0, 0, 0], self.slots[None])                  # (1, max_len, hd) each: HF's own values
-        self.cos, self.sin = cos[0], sin[0]                                              # (max_len, hd)
+        self.slots = torch.arange(max_len, device=dev)                          # (max_len,)
+        cos, sin = self.m.rotary_emb(self.k[0, 0, 0], self.slots[None])         # (1, max_len, hd) each: HF's own values
+        self.cos, self.sin = cos[0], sin[0]                                     # (max_len, hd)
         # the decode step's state, changed in place only: a captured graph reads and writes these addresses
-        self.tok = torch.zeros(batch, dtype=torch.long, device=dev)                      # (b,) each row's last token
-        self.pos = torch.zeros(batch, dtype=torch.long, device=dev)                      # (b,) its position id
-        self.slot = torch.zeros(1, dtype=torch.long, device=dev)                         # (1,) the cache slot it goes to
-        self.first = torch.zeros(batch, dtype=torch.long, device=dev)                    # (b,) each row's first valid slot
-        self.step = torch.zeros(1, dtype=torch.long, device=dev)                         # (1,) output column of the next token
-        self.valid = torch.zeros(batch, max_len, dtype=torch.bool, device=dev)           # (b, max_len) slot holds no padding
-        self.done = torch.zeros(batch, dtype=torch.bool, device=dev)                     # (b,) row has emitted end-of-turn
+        self.tok = torch.zeros(batch, dtype=torch.long, device=dev)             # (b,) each row's last token
+        self.pos = torch.zeros(batch, dtype=torch.long, device=dev)             # (b,) its position id
+        self.slot = torch.zeros(1, dtype=torch.long, device=dev)                # (1,) the cache slot it goes to
+        self.first = torch.zeros(batch, dtype=torch.long, device=dev)           # (b,) each row's first valid slot
+        self.step = torch.zeros(1, dtype=torch.long, device=dev)                # (1,) output column of the next token
+        self.valid = torch.zeros(batch, max_len, dtype=torch.bool, device=dev)  # (b, max_len) slot holds no padding
+        self.done = torch.zeros(batch, dtype=torch.bool, device=dev)            # (b,) row has emitted end-of-turn
         self.out = torch.zeros(batch, sampling.max_new_tokens, dtype=torch.long, device=dev)  # (b, max_new)
         self.graphs, self.pool, self.side, self.capture_s = {}, None, None, 0.0
 
     def _forward(self, ids, pos, slots, rows, allowed):
-        "Logits (b, V) after the last of `ids` (b, t) at position ids `pos` (b, t); K/V go to cache `slots` (t,) of `rows`; `allowed` (b, t, S) masks SDPA, None: the kernel."
+        ("Logits (b, V) after the last of `ids` (b, t) at position ids `pos` (b, t); K/V go to cache `slots` (t,) "
+         "of `rows`; `allowed` (b, t, S) masks SDPA, None: the kernel.")
         b, t = ids.shape
         G, hd = self.H // self.Hkv, self.hd
         if allowed is not None:
             S = allowed.shape[-1]
             bias = torch.zeros(allowed.shape, dtype=self.dtype, device=ids.device).masked_fill_(~allowed, float("-inf"))
-            bias = bias[:, None, None].expand(b, 1, G, t, S).reshape(b, 1, G * t, S)       # the same for each head of a group
+            # the same for each head of a group
+            bias = bias[:, None, None].expand(b, 1, G, t, S).reshape(b, 1, G * t, S)
         cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]                          # (b, 1, t, hd)
         h = self.m.embed_tokens(ids)                                                       # (b, t, d)
         for i, (layer, (qkv, wo, gate_up, down)) in enumerate(zip(self.m.layers, self.weights)):
@@ -203,13 +226,15 @@ class StaticDecoder:
             v = v.view(b, t, self.Hkv, hd).transpose(1, 2)                                 # (b, Hkv, t, hd)
             q, k = _rope(q, cos, sin), _rope(k, cos, sin)
             self.k[i, rows].index_copy_(2, slots, k); self.v[i, rows].index_copy_(2, slots, v)
-            if allowed is None: o = decode_attention(q[:, :, 0], self.k[i], self.v[i], self.first, self.slot, a.scaling)   # (b, H, hd), t = 1
-            else: o = F.scaled_dot_product_attention(q.reshape(b, self.Hkv, G * t, hd), self.k[i, rows, :, :S], self.v[i, rows, :, :S],
-                                                     attn_mask=bias, scale=a.scaling).reshape(b, self.H, t, hd).transpose(1, 2)
+            # (b, H, hd), t = 1
+            if allowed is None: o = decode_attention(q[:, :, 0], self.k[i], self.v[i], self.first, self.slot, a.scaling)
+            else: o = F.scaled_dot_product_attention(q.reshape(b, self.Hkv, G * t, hd), self.k[i, rows, :, :S],
+                                                     self.v[i, rows, :, :S], attn_mask=bias,
+                                                     scale=a.scaling).reshape(b, self.H, t, hd).transpose(1, 2)
             h = h + F.linear(o.reshape(b, t, self.H * hd), wo)
             g, u = F.linear(fused_rms_norm(layer.post_attention_layernorm, h), gate_up).chunk(2, -1) # (b, t, d_ff) each
             h = h + F.linear(layer.mlp.act_fn(g) * u, down)                                # (b, t, d)
-        return self.lm_head(fused_rms_norm(self.m.norm, h[:, -1]))                             # (b, V) in the model's dtype
+        return self.lm_head(fused_rms_norm(self.m.norm, h[:, -1]))                         # (b, V) in the model's dtype
 
     def _emit(self, logits):
         "Each row's next token into the output; rows that finished get padding."
@@ -219,11 +244,13 @@ class StaticDecoder:
         self.tok.copy_(nxt); self.step.add_(1)
 
     def prefill(self, prompts: list[list[int]]) -> int:
-        "Write the left-padded prompts to the cache, reset the state and emit the first token; returns the padded length L."
+        ("Write the left-padded prompts to the cache, reset the state and emit the first token; returns the padded "
+         "length L.")
         dev, L = self.tok.device, max(map(len, prompts))
         ids = torch.tensor([[self.pad] * (L - len(p)) + p for p in prompts], device=dev)              # (b, L)
         real = torch.tensor([[False] * (L - len(p)) + [True] * len(p) for p in prompts], device=dev)  # (b, L)
-        pos = (real.cumsum(1) - 1).clamp_min(0)                                                       # (b, L) padding skipped
+        # (b, L) padding skipped
+        pos = (real.cumsum(1) - 1).clamp_min(0)
         self.valid.zero_(); self.valid[:, :L] = real; self.valid[:, L:] = True
         self.first.copy_(L - real.sum(1))
         self.done.zero_(); self.out.fill_(self.pad); self.step.zero_()
@@ -238,13 +265,15 @@ class StaticDecoder:
         return L
 
     def decode(self, S: int):
-        "One token for every row, attending its valid slots among the first S (static shapes and no host sync: capturable)."
+        ("One token for every row, attending its valid slots among the first S (static shapes and no host sync: "
+         "capturable).")
         allowed = None if self.kernel else self.valid[:, None, :S] & (self.slots[:S] <= self.slot)   # (b, 1, S)
         self._emit(self._forward(self.tok[:, None], self.pos[:, None], self.slot, slice(None), allowed))
         self.pos.add_(1); self.slot.add_(1)
 
     def replay(self, S: int):
-        "`decode(S)` through a CUDA graph: on the first use of S an eager step (the warm-up) and a capture, then replays."
+        ("`decode(S)` through a CUDA graph: on the first use of S an eager step (the warm-up) and a capture, then "
+         "replays.")
         if S in self.graphs: return self.graphs[S].replay()
         t0 = time.perf_counter()
         self.side = self.side or torch.cuda.Stream()
@@ -253,17 +282,21 @@ class StaticDecoder:
         torch.cuda.current_stream().wait_stream(self.side)
         self.pool = self.pool or torch.cuda.graph_pool_handle()
         self.graphs[S] = g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, pool=self.pool, capture_error_mode="thread_local"): self.decode(S)   # recorded, not run
+        # recorded, not run
+        with torch.cuda.graph(g, pool=self.pool, capture_error_mode="thread_local"): self.decode(S)
         torch.cuda.synchronize(); self.capture_s += time.perf_counter() - t0
 
-    def run(self, prompts: list[list[int]], *, graphs: bool, check_every: int = 16, stats: dict | None = None) -> list[list[int]]:
+    def run(self, prompts: list[list[int]], *, graphs: bool, check_every: int = 16,
+            stats: dict | None = None) -> list[list[int]]:
         "Completions of `batch` prompts: the prefill, then decode steps until every row finished or max_new_tokens."
         sync = torch.cuda.synchronize if self.tok.is_cuda and stats is not None else lambda: None
         t0, captured = time.perf_counter(), (self.capture_s, len(self.graphs))
         L, n, finished = self.prefill(prompts), 1, _AllFinished(self.done)
         sync(); t1 = time.perf_counter()
         while n < self.sampling.max_new_tokens and not (n % check_every == 0 and finished()):
-            S = self.max_len if self.kernel else min(self.max_len, (L + n - 1) // self.bucket * self.bucket + self.bucket)  # covers slot L + n - 1
+            # covers slot L + n - 1
+            S = self.max_len if self.kernel else min(self.max_len,
+                                                     (L + n - 1) // self.bucket * self.bucket + self.bucket)
             (self.replay if graphs else self.decode)(S)
             n += 1
         rows = self.out[:, :n].tolist()
@@ -275,27 +308,36 @@ class StaticDecoder:
 
 # %% ../nbs/04e_fastgen.ipynb #7ecad29e
 def rows_that_fit(model, max_len: int, *, reserve: float = 2 * 2 ** 30) -> int:
-    "How many rows of `max_len` cache slots (K, V and the sampler's (b, V) buffers) fit in the GPU's free memory, less `reserve` bytes."
+    ("How many rows of `max_len` cache slots (K, V and the sampler's (b, V) buffers) fit in the GPU's free memory, "
+     "less `reserve` bytes.")
     cfg, w = model.config, model.model.embed_tokens.weight
     hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    per_row = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * max_len * hd * w.element_size() + 48 * cfg.vocab_size
-    free = torch.cuda.mem_get_info(w.device)[0] + torch.cuda.memory_reserved(w.device) - torch.cuda.memory_allocated(w.device)
+    per_row = (2 * cfg.num_hidden_layers * cfg.num_key_value_heads * max_len * hd * w.element_size()
+               + 48 * cfg.vocab_size)
+    free = (torch.cuda.mem_get_info(w.device)[0] + torch.cuda.memory_reserved(w.device)
+            - torch.cuda.memory_allocated(w.device))
     return int((free - reserve) // per_row)
 
-def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, batch_size: int = 64, graphs: bool | None = None,
-                  bucket: int = 128, check_every: int = 16, stats: dict | None = None, on_chunk=None, attention: str | None = None) -> list[list[int]]:
-    "`generate.generate` (same arguments and completions) with fused weights, a static KV cache and, on CUDA, CUDA graphs (`graphs=None`: on CUDA)."
+def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, batch_size: int = 64,
+                  graphs: bool | None = None, bucket: int = 128, check_every: int = 16, stats: dict | None = None,
+                  on_chunk=None, attention: str | None = None) -> list[list[int]]:
+    ("`generate.generate` (same arguments and completions) with fused weights, a static KV cache and, on CUDA, "
+     "CUDA graphs (`graphs=None`: on CUDA).")
     if why := fastgen_support(model): raise NotImplementedError(why)
     cuda = model.model.embed_tokens.weight.is_cuda
-    if not cuda: keep_freed_memory()                                             # CPU: reuse freed blocks (same numbers)
+    # CPU: reuse freed blocks (same numbers)
+    if not cuda: keep_freed_memory()
     if attention is None: attention = "kernel" if cuda and kernel_attention_support(model) is None else "sdpa"
     if attention not in ("kernel", "sdpa"): raise ValueError(f"attention must be 'kernel' or 'sdpa', got {attention!r}")
-    if attention == "kernel" and (why := kernel_attention_support(model)): raise NotImplementedError(f"kernel attention: {why}")
-    if sampling.max_new_tokens < 1: raise ValueError(f"max_new_tokens must be at least 1, got {sampling.max_new_tokens}")
+    if attention == "kernel" and (why := kernel_attention_support(model)):
+        raise NotImplementedError(f"kernel attention: {why}")
+    if sampling.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {sampling.max_new_tokens}")
     if not prompts: return []
     eot, pad = tokenizer.convert_tokens_to_ids(END_OF_TURN), tokenizer.pad_token_id
     graphs = cuda if graphs is None else graphs
-    step = bucket if attention == "sdpa" else 16                                     # the kernel reads each row's own slots: no buckets
+    # the kernel reads each row's own slots: no buckets
+    step = bucket if attention == "sdpa" else 16
     max_len = -(-(max(map(len, prompts)) + sampling.max_new_tokens - 1) // step) * step
     kernels = sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]) if cuda else contextlib.nullcontext()
     t0 = time.perf_counter()
@@ -303,26 +345,35 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     rows = min(batch_size, len(prompts))
     if cuda:
         fit = rows_that_fit(model, max_len)
-        if fit < 1: raise torch.cuda.OutOfMemoryError(f"one row of {max_len} cache slots does not fit in free GPU memory: lower max_new_tokens "
-                                                      f"or the prompt length, or free memory on {model.device}")
-        rows = -(-rows // -(-rows // fit))                                              # even chunks of at most `fit` rows
-    if stats is not None: stats.update(chunk_rows=rows, attention=attention, fuse_s=stats.get("fuse_s", 0) + time.perf_counter() - t0)
-    order = sorted(range(len(prompts)), key=lambda j: len(prompts[j])) if cuda and rows < len(prompts) else list(range(len(prompts)))
+        if fit < 1:
+            raise torch.cuda.OutOfMemoryError(f"one row of {max_len} cache slots does not fit in free GPU memory: "
+                                              "lower max_new_tokens or the prompt length, "
+                                              f"or free memory on {model.device}")
+        # even chunks of at most `fit` rows
+        rows = -(-rows // -(-rows // fit))
+    if stats is not None:
+        stats.update(chunk_rows=rows, attention=attention, fuse_s=stats.get("fuse_s", 0) + time.perf_counter() - t0)
+    order = (sorted(range(len(prompts)), key=lambda j: len(prompts[j])) if cuda and rows < len(prompts)
+             else list(range(len(prompts))))
     dec, out = None, [None] * len(prompts)
     with torch.no_grad(), kernels:
         for i in range(0, len(prompts), rows):
-            idx = order[i:i + rows]                                                     # on CUDA, chunks of similar lengths: less padding
+            # on CUDA, chunks of similar lengths: less padding
+            idx = order[i:i + rows]
             if dec is None or dec.batch != len(idx):
                 dec = None                                                              # free the old cache first
-                dec = StaticDecoder(model, weights, len(idx), max_len, sampling, eot, pad, bucket=bucket, kernel=attention == "kernel")
+                dec = StaticDecoder(model, weights, len(idx), max_len, sampling, eot, pad, bucket=bucket,
+                                    kernel=attention == "kernel")
             done = dec.run([prompts[j] for j in idx], graphs=graphs, check_every=check_every, stats=stats)
             if on_chunk is not None: on_chunk(idx, done)
             for j, c in zip(idx, done): out[j] = c
-    if cuda: dec = None; torch.cuda.empty_cache()                                     # hand the cache back before the learning step
+    # hand the cache back before the learning step
+    if cuda: dec = None; torch.cuda.empty_cache()
     return out
 
 def generate_fn(model, fast: bool | None = None):
-    "`fast_generate` or `generate.generate` for `model`: `fast` if given, else GQ_FASTGEN=1/0, else fast wherever it supports the model."
+    ("`fast_generate` or `generate.generate` for `model`: `fast` if given, else GQ_FASTGEN=1/0, else fast wherever "
+     "it supports the model.")
     if fast is None and os.environ.get("GQ_FASTGEN") in ("0", "1"): fast = os.environ["GQ_FASTGEN"] == "1"
     if fast is None: fast = fastgen_support(model) is None
     if fast and (why := fastgen_support(model)): raise NotImplementedError(why)
