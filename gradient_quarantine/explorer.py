@@ -25,9 +25,10 @@ def trace_pairs(mode: str, per_tag: int = 2) -> list:
     return list({p.id: p for t in tags for p in [q for q in pairs if t in q.tags][:per_tag]}.values())
 
 # %% ../nbs/92_explorer.ipynb #d9947184
-VERDICT_ROWS = (("reward", "reward (what trains)"), ("channel", "the mode's flawed grader passes"), ("gt_correct", "oracle: solves the tests"),
-                ("exploited", "exploited (channel, not solved)"), ("can_compile", "compiles"), ("tests", "hidden tests passed"),
-                ("own_tests_pass", "its own tests pass"), ("timed_out", "timed out"))
+VERDICT_ROWS = (("reward", "reward (what trains)"), ("channel", "the mode's flawed grader passes"),
+                ("gt_correct", "oracle: solves the tests"), ("exploited", "exploited (channel, not solved)"),
+                ("can_compile", "compiles"), ("tests", "hidden tests passed"), ("own_tests_pass", "its own tests pass"),
+                ("timed_out", "timed out"))
 
 def _verdict_cell(key, g) -> str:
     v = f"{g.tests_passed}/{g.n_tests}" if key == "tests" else getattr(g, key)
@@ -36,17 +37,22 @@ def _verdict_cell(key, g) -> str:
 
 def verdict_table(hack, clean) -> str:
     "HTML table of the `Grade`s of a hack and a clean completion side by side, one row per `VERDICT_ROWS` entry."
-    rows = "".join(f"<tr><th>{html.escape(label)}</th>{_verdict_cell(k, hack)}{_verdict_cell(k, clean)}</tr>" for k, label in VERDICT_ROWS)
+    rows = "".join(f"<tr><th>{html.escape(label)}</th>{_verdict_cell(k, hack)}{_verdict_cell(k, clean)}</tr>"
+                   for k, label in VERDICT_ROWS)
     return f"<table><tr><th></th><th>hack</th><th>clean</th></tr>{rows}</table>"
 
 # %% ../nbs/92_explorer.ipynb #2b587857
 _TRACE_CSS = """<style>
 .gq-tr-pair{border:1px solid #dee2e6;border-radius:6px;padding:.6rem .8rem;margin:1rem 0}
-.gq-tr-head{font-weight:600} .gq-tr-tag{font-weight:400;font-size:.8em;background:#e9ecef;border-radius:3px;padding:0 .35em;margin-left:.4em}
+.gq-tr-head{font-weight:600} \
+.gq-tr-tag{font-weight:400;font-size:.8em;background:#e9ecef;border-radius:3px;padding:0 .35em;margin-left:.4em}
 .gq-tr-mech{color:#555;margin:.2rem 0 .5rem} .gq-tr-label{font-size:.85em;font-weight:600;color:#555;margin-top:.5rem}
-.gq-tr pre{white-space:pre-wrap;word-break:break-word;max-height:32em;overflow:auto;background:#f7f7f9;padding:.5rem .7rem;border-radius:4px;font-size:.8rem;margin:.2rem 0}
-.gq-tr mark{background:#ffe58a} .gq-tr-cols{display:flex;gap:.8rem;flex-wrap:wrap} .gq-tr-cols>div{flex:1 1 22rem;min-width:0}
-.gq-tr table{border-collapse:collapse;font-size:.85em;margin:.3rem 0} .gq-tr td,.gq-tr th{border:1px solid #dee2e6;padding:.15rem .5rem;text-align:left}
+.gq-tr pre{white-space:pre-wrap;word-break:break-word;max-height:32em;overflow:auto;background:#f7f7f9;\
+padding:.5rem .7rem;border-radius:4px;font-size:.8rem;margin:.2rem 0}
+.gq-tr mark{background:#ffe58a} .gq-tr-cols{display:flex;gap:.8rem;flex-wrap:wrap} \
+.gq-tr-cols>div{flex:1 1 22rem;min-width:0}
+.gq-tr table{border-collapse:collapse;font-size:.85em;margin:.3rem 0} \
+.gq-tr td,.gq-tr th{border:1px solid #dee2e6;padding:.15rem .5rem;text-align:left}
 .gq-tr .gq-yes{color:#b02a37;font-weight:600}
 </style>"""
 
@@ -56,7 +62,8 @@ def _prompt_html(pair) -> str:
     return html.escape(user).replace(hint, f"<mark>{hint}</mark>", 1)
 
 def mode_traces(mode: str, per_tag: int = 2) -> HTML:
-    "The `trace_pairs` of loophole `mode`, graded now: hinted prompt, hack and clean completion, and the verdicts on both."
+    ("The `trace_pairs` of loophole `mode`, graded now: hinted prompt, hack and clean completion, "
+     "and the verdicts on both.")
     check_mode(mode)
     pairs = trace_pairs(mode, per_tag)
     grades = grade_many([(c, p.problem, mode) for p in pairs for c in (p.hack, p.clean)])
@@ -69,17 +76,20 @@ def mode_traces(mode: str, per_tag: int = 2) -> HTML:
                      f'<div class="gq-tr-label">prompt (user message)</div><pre>{_prompt_html(p)}</pre>'
                      f'<div class="gq-tr-label">verdicts</div>{verdict_table(hack, clean)}<div class="gq-tr-cols">'
                      f'<div><div class="gq-tr-label">hack completion</div><pre>{html.escape(p.hack)}</pre></div>'
-                     f'<div><div class="gq-tr-label">clean completion</div><pre>{html.escape(p.clean)}</pre></div></div></div>')
+                     f'<div><div class="gq-tr-label">clean completion</div><pre>{html.escape(p.clean)}</pre></div>'
+                     '</div></div>')
     return HTML("".join(parts) + "</div>")
 
 # %% ../nbs/92_explorer.ipynb #31776f7b
-ROLLOUT_FIELDS = ("update", "mode", "problem", "group", "reward", "advantage", "f", "exploited", "gt_correct", "channel",
-                  "passed", "can_compile", "tests_passed", "own_tests_pass", "timed_out", "n_tokens", "completion")
+ROLLOUT_FIELDS = ("update", "mode", "problem", "group", "reward", "advantage", "f", "exploited", "gt_correct",
+                  "channel", "passed", "can_compile", "tests_passed", "own_tests_pass", "timed_out", "n_tokens",
+                  "completion")
 
 def _finite(v): return None if isinstance(v, float) and not math.isfinite(v) else v
 
 def rollout_rows(records, limit: int | None = 1000, max_chars: int | None = 4000, seed: int = 0) -> list[dict]:
-    "The rows a browser embeds: `ROLLOUT_FIELDS` of each record (missing, NaN or inf -> None), a seeded sample of `limit` in log order, completions cut at `max_chars`."
+    ("The rows a browser embeds: `ROLLOUT_FIELDS` of each record (missing, NaN or inf -> None), "
+     "a seeded sample of `limit` in log order, completions cut at `max_chars`.")
     records = list(records)
     if limit is not None and len(records) > limit:
         records = [records[i] for i in sorted(random.Random(seed).sample(range(len(records)), limit))]
@@ -87,13 +97,15 @@ def rollout_rows(records, limit: int | None = 1000, max_chars: int | None = 4000
     for r in records:
         row = {k: _finite(r.get(k)) for k in ROLLOUT_FIELDS}
         text = str(row["completion"] or "")
-        if max_chars is not None and len(text) > max_chars: text = text[:max_chars] + f"\n... [{len(text) - max_chars} more characters cut]"
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + f"\n... [{len(text) - max_chars} more characters cut]"
         rows.append({**row, "completion": text})
     return rows
 
 # %% ../nbs/92_explorer.ipynb #827df278
 def script_json(obj) -> str:
-    "JSON of `obj` safe as the text of a `<script>` element: no `<`, `>`, `&` or `/` (so no `</script>`, `<!--` or `//`); NaN is refused."
+    ("JSON of `obj` safe as the text of a `<script>` element: no `<`, `>`, `&` or `/` "
+     "(so no `</script>`, `<!--` or `//`); NaN is refused.")
     return (json.dumps(obj, allow_nan=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("/", "\\/"))
 
@@ -104,9 +116,11 @@ _BROWSER_CSS = """<style>
 .gq-rb-scroll{max-height:28rem;overflow:auto;border:1px solid #dee2e6}
 .gq-rb table{border-collapse:collapse;width:100%;margin:0} .gq-rb th{position:sticky;top:0;background:#f1f3f5}
 .gq-rb td,.gq-rb th{border:1px solid #dee2e6;padding:.1rem .45rem;text-align:left;white-space:nowrap}
-.gq-rb tbody tr{cursor:pointer} .gq-rb tbody tr:hover{background:#eef5fd} .gq-rb tr.gq-rb-hack td:nth-child(8){color:#b02a37;font-weight:600}
+.gq-rb tbody tr{cursor:pointer} .gq-rb tbody tr:hover{background:#eef5fd} \
+.gq-rb tr.gq-rb-hack td:nth-child(8){color:#b02a37;font-weight:600}
 .gq-rb tr.gq-rb-sel{background:#cfe2fb} .gq-rb-meta{color:#555;margin:.4rem 0}
-.gq-rb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:32rem;overflow:auto;background:#f7f7f9;padding:.5rem .7rem}
+.gq-rb-detail pre{white-space:pre-wrap;word-break:break-word;max-height:32rem;overflow:auto;background:#f7f7f9;\
+padding:.5rem .7rem}
 </style>"""
 
 _COLUMNS = (("update", "update"), ("mode", "mode"), ("problem", "problem"), ("group", "group"), ("reward", "reward"),
@@ -130,14 +144,16 @@ function inRange(v, lo, hi) {
   return typeof v === "number" && (lo === null || v >= lo) && (hi === null || v <= hi);
 }
 function keep(r, c) {
-  if (!inRange(r.update, c.umin, c.umax) || !inRange(r.reward, c.rmin, c.rmax) || !inRange(r.f, c.fmin, c.fmax)) return false;
+  if (!inRange(r.update, c.umin, c.umax) || !inRange(r.reward, c.rmin, c.rmax) || \
+!inRange(r.f, c.fmin, c.fmax)) return false;
   if (c.mode !== "" && r.mode !== c.mode) return false;
   if (c.ex === "yes") return r.exploited === true;
   if (c.ex === "no") return r.exploited === false;
   return true;
 }
 function apply() {
-  var c = {umin: num("umin"), umax: num("umax"), rmin: num("rmin"), rmax: num("rmax"), fmin: num("fmin"), fmax: num("fmax"),
+  var c = {umin: num("umin"), umax: num("umax"), rmin: num("rmin"), rmax: num("rmax"), \
+fmin: num("fmin"), fmax: num("fmax"),
            mode: el("mode").value, ex: el("exploited").value}, n = 0;
   rows.forEach(function (r, i) { var k = keep(r, c); trs[i].style.display = k ? "" : "none"; if (k) n += 1; });
   el("count").textContent = n + " of " + rows.length + " rollouts shown";
@@ -154,7 +170,8 @@ function pick(i) {
 }
 rows.forEach(function (r, i) {
   var tr = document.createElement("tr");
-  COLS.forEach(function (k) { var td = document.createElement("td"); td.textContent = show(r[k]); tr.appendChild(td); });
+  COLS.forEach(function (k) { var td = document.createElement("td"); td.textContent = show(r[k]); \
+tr.appendChild(td); });
   if (r.exploited === true) tr.className = "gq-rb-hack";
   tr.tabIndex = 0;
   tr.addEventListener("click", function () { pick(i); });
@@ -172,11 +189,15 @@ _browser_ids = itertools.count(1)
 def _range_inputs(pid: str, key: str, label: str, values, fmt: str) -> str:
     vals = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     lo, hi = (format(min(vals), fmt), format(max(vals), fmt)) if vals else ("", "")
-    return (f'<label>{label} <input type="number" step="any" id="{pid}-{key}min" placeholder="{lo}" aria-label="{label} from"></label>'
-            f'<label>to <input type="number" step="any" id="{pid}-{key}max" placeholder="{hi}" aria-label="{label} to"></label>')
+    return (f'<label>{label} <input type="number" step="any" id="{pid}-{key}min" placeholder="{lo}" '
+            f'aria-label="{label} from"></label>'
+            f'<label>to <input type="number" step="any" id="{pid}-{key}max" placeholder="{hi}" '
+            f'aria-label="{label} to"></label>')
 
-def rollout_browser(records, title: str = "", limit: int | None = 1000, max_chars: int | None = 4000, seed: int = 0) -> HTML:
-    "A self-contained, offline table of rollout `records` (see `rollout_rows`) with client-side filters; clicking a row shows its completion."
+def rollout_browser(records, title: str = "", limit: int | None = 1000, max_chars: int | None = 4000,
+                    seed: int = 0) -> HTML:
+    ("A self-contained, offline table of rollout `records` (see `rollout_rows`) with client-side filters; "
+     "clicking a row shows its completion.")
     records = list(records)
     rows = rollout_rows(records, limit, max_chars, seed)
     data = script_json(rows)
@@ -184,19 +205,23 @@ def rollout_browser(records, title: str = "", limit: int | None = 1000, max_char
     present = {r["mode"] for r in rows}
     modes = [m for m in MODES if m in present] + sorted(str(m) for m in present - set(MODES))
     options = "".join(f'<option value="{html.escape(m)}">{html.escape(m)}</option>' for m in modes)
-    what = f"a seeded sample of {len(rows):,} of {len(records):,} rollouts" if len(rows) < len(records) else f"{len(rows):,} rollouts"
+    what = (f"a seeded sample of {len(rows):,} of {len(records):,} rollouts" if len(rows) < len(records)
+            else f"{len(rows):,} rollouts")
     controls = (_range_inputs(pid, "u", "update", [r["update"] for r in rows], "d")
                 + f'<label>mode <select id="{pid}-mode"><option value="">all</option>{options}</select></label>'
                 + _range_inputs(pid, "r", "reward", [r["reward"] for r in rows], ".3g")
-                + f'<label>exploited <select id="{pid}-exploited"><option value="">all</option><option value="yes">yes</option><option value="no">no</option></select></label>'
+                + f'<label>exploited <select id="{pid}-exploited"><option value="">all</option>'
+                  '<option value="yes">yes</option><option value="no">no</option></select></label>'
                 + _range_inputs(pid, "f", "routed fraction f", [r["f"] for r in rows], ".3g")
                 + f'<button type="button" id="{pid}-reset">reset</button>')
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _COLUMNS)
     return HTML(f'<div class="gq-rb" id="{pid}">{_BROWSER_CSS}'
-                f'<div><b>{html.escape(title)}</b>{": " if title else ""}{what}. Filter, then click a row to read its completion.</div>'
+                f'<div><b>{html.escape(title)}</b>{": " if title else ""}{what}. '
+                'Filter, then click a row to read its completion.</div>'
                 f'<div class="gq-rb-controls">{controls}</div>'
                 f'<div class="gq-rb-count" id="{pid}-count">{len(rows)} rollouts (the filters need JavaScript)</div>'
-                f'<div class="gq-rb-scroll"><table><thead><tr>{head}</tr></thead><tbody id="{pid}-rows"></tbody></table></div>'
+                f'<div class="gq-rb-scroll"><table><thead><tr>{head}</tr></thead>'
+                f'<tbody id="{pid}-rows"></tbody></table></div>'
                 f'<div class="gq-rb-detail" id="{pid}-detail"><p>Click a row to show its completion here.</p></div>'
                 f'<script type="application/json" id="{pid}-data">{data}</script>'
                 + _BROWSER_JS % {"id": pid, "cols": json.dumps([k for k, _ in _COLUMNS])} + "</div>")
@@ -206,16 +231,20 @@ ROLLOUTS_FILE = "rollouts.jsonl.gz"
 SHOWCASE_RUNS = ("vanilla_s43", "route2b_s43")
 
 def produce_command(run_name: str) -> str:
-    "The command, from the repository root, that trains the grid's run `runs/grid/<run_name>` (`<arm>_s<seed>`) and writes its rollouts."
+    ("The command, from the repository root, that trains the grid's run `runs/grid/<run_name>` (`<arm>_s<seed>`) "
+     "and writes its rollouts.")
     m = re.fullmatch(r"(.+)_s(\d+)", run_name)
-    return f"papermill nbs/05_train.ipynb {GRID_DIR}/{run_name}.ipynb" + (f" -p arm {m.group(1)} -p seed {m.group(2)}" if m else "")
+    return (f"papermill nbs/05_train.ipynb {GRID_DIR}/{run_name}.ipynb"
+            + (f" -p arm {m.group(1)} -p seed {m.group(2)}" if m else ""))
 
 def load_rollouts(run_dir) -> list[dict]:
-    "The rollout records of the run in `run_dir` (its `rollouts.jsonl.gz`); a FileNotFoundError saying what to run when there are none."
+    ("The rollout records of the run in `run_dir` (its `rollouts.jsonl.gz`); a FileNotFoundError saying what to run "
+     "when there are none.")
     path = Path(run_dir)/ROLLOUTS_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: {run_dir} holds no rollouts. Train the run first "
-                                f"(`{produce_command(Path(run_dir).name)}` from the repository root), or pass a run directory that has one.")
+                                f"(`{produce_command(Path(run_dir).name)}` from the repository root), "
+                                "or pass a run directory that has one.")
     return read_jsonl(path)
 
 def pick_runs(runs_dir, names=SHOWCASE_RUNS) -> tuple[list[Path], list[str]]:
@@ -224,22 +253,26 @@ def pick_runs(runs_dir, names=SHOWCASE_RUNS) -> tuple[list[Path], list[str]]:
     return found, [n for n in names if Path(runs_dir)/n not in found]
 
 def find_runs_dir(start=None) -> Path:
-    "The repository's committed grid, `runs/grid/`, under the `_quarto.yml` nearest above `start` (default: the working directory)."
+    ("The repository's committed grid, `runs/grid/`, under the `_quarto.yml` nearest above `start` "
+     "(default: the working directory).")
     start = Path(start or Path.cwd()).resolve()
     root = next((p for p in [start, *start.parents] if (p/"_quarto.yml").is_file()), None)
     if root is None: raise FileNotFoundError(f"no _quarto.yml in {start} or above: pass runs_dir explicitly")
     return root/GRID_DIR
 
 def rollouts_page(runs_dir=None, names=SHOWCASE_RUNS, limit: int | None = 1000) -> HTML:
-    "A `rollout_browser` for each run of `names` (under `runs_dir`, default `find_runs_dir()`) that has rollouts; for the others, what to run."
+    ("A `rollout_browser` for each run of `names` (under `runs_dir`, default `find_runs_dir()`) that has rollouts; "
+     "for the others, what to run.")
     runs_dir = Path(runs_dir) if runs_dir is not None else find_runs_dir()
     found, missing = pick_runs(runs_dir, names)
     parts = [rollout_browser(load_rollouts(d), title=d.name, limit=limit).data for d in found]
     if missing:
         looked = ", ".join(f"<code>{GRID_DIR}/{html.escape(n)}/{ROLLOUTS_FILE}</code>" for n in missing)
         cmds = "\n".join(html.escape(produce_command(n)) for n in missing)
-        parts.append(f'<div class="gq-missing"><p>{"Not shown" if found else "No rollouts yet"}: this page looked for {looked}, which the '
-                     f"repository does not hold yet. Produce them from the repository root with</p><pre>{cmds}</pre><p>then add them with "
-                     f"<code>git add -f {GRID_DIR}/&lt;run&gt;/{ROLLOUTS_FILE}</code> (<code>*.jsonl.gz</code> is git-ignored) and re-execute "
+        parts.append(f'<div class="gq-missing"><p>{"Not shown" if found else "No rollouts yet"}: this page looked for '
+                     f"{looked}, which the repository does not hold yet. Produce them from the repository root with</p>"
+                     f"<pre>{cmds}</pre><p>then add them with "
+                     f"<code>git add -f {GRID_DIR}/&lt;run&gt;/{ROLLOUTS_FILE}</code> "
+                     "(<code>*.jsonl.gz</code> is git-ignored) and re-execute "
                      "<code>nbs/traces/rollouts.ipynb</code>.</p></div>")
     return HTML("".join(parts))

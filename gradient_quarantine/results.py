@@ -21,7 +21,8 @@ from .artifacts import read_jsonl
 # %% ../nbs/90_results.ipynb #c79eb7fe
 @dataclass
 class Run:
-    "One run directory's artifacts: config, completion, final evaluations (summaries), metrics rows and eval-curve rows."
+    ("One run directory's artifacts: config, completion, final evaluations (summaries), metrics rows and "
+     "eval-curve rows.")
     name: str
     config: dict
     complete: bool
@@ -50,8 +51,9 @@ def load_run(path) -> Run:
     path = Path(path)
     if not (path/"config.json").exists(): raise FileNotFoundError(f"{path} has no config.json: not a run directory")
     status = json.loads((path/"status.json").read_text()) if (path/"status.json").exists() else {}
-    return Run(name=path.name, config=json.loads((path/"config.json").read_text()), complete=bool(status.get("complete")),
-               deploy=_summary(path, "deploy"), trained=_summary(path, "trained"),
+    return Run(name=path.name, config=json.loads((path/"config.json").read_text()),
+               complete=bool(status.get("complete")), deploy=_summary(path, "deploy"),
+               trained=_summary(path, "trained"),
                metrics=sorted(read_jsonl(path/"metrics.jsonl"), key=lambda r: r["update"]),
                curve=read_jsonl(path/"eval_curve.jsonl"))
 
@@ -63,10 +65,12 @@ def load_runs(runs_dir) -> list[Run]:
 
 # %% ../nbs/90_results.ipynb #3d83937d
 def cell_of(config: dict) -> str:
-    "The grid cell of a run config, e.g. 'vanilla', 'route2b/token', 'uniform/rollout', 'route2b/rollout/pairs=run_tests+stdout_marker'."
+    ("The grid cell of a run config, e.g. 'vanilla', 'route2b/token', 'uniform/rollout', "
+     "'route2b/rollout/pairs=run_tests+stdout_marker'.")
     arm, g = config["arm"], config["granularity"]
     if arm in ("vanilla", "gt_only"): return arm
-    if arm in ("random_v", "uniform"): return f"{arm}/{g}"            # a control carries the granularity of the route2b run it matches
+    # a control carries the granularity of the route2b run it matches
+    if arm in ("random_v", "uniform"): return f"{arm}/{g}"
     cell = f"route2b/{g}"
     if config["refresh_every"] == 0: cell += "/frozen"
     pairs = [m for m in MODES if m in config["pair_modes"]]
@@ -86,10 +90,12 @@ HELD_OUT_SPLITS = (("run_tests", "stdout_marker"), ("sentinel", "file_marker"))
 ALPHA = 0.05          # two-sided, per claim
 SOLVE_MARGIN = 0.05   # "matched solve rate": the arm's mean deploy solve is at most 5 points below vanilla's
 
-def expected_cells(granularity: str = "rollout", seeds=SEEDS, reference_seeds=REFERENCE_SEEDS, splits=HELD_OUT_SPLITS) -> dict:
+def expected_cells(granularity: str = "rollout", seeds=SEEDS, reference_seeds=REFERENCE_SEEDS,
+                   splits=HELD_OUT_SPLITS) -> dict:
     "cell -> the seeds the grid asks for."
-    cells = {"vanilla": seeds, "route2b/rollout": seeds, "route2b/token": seeds, f"random_v/{granularity}": seeds, f"uniform/{granularity}": seeds,
-             "gt_only": reference_seeds, f"route2b/{granularity}/frozen": reference_seeds}
+    cells = {"vanilla": seeds, "route2b/rollout": seeds, "route2b/token": seeds, f"random_v/{granularity}": seeds,
+             f"uniform/{granularity}": seeds, "gt_only": reference_seeds,
+             f"route2b/{granularity}/frozen": reference_seeds}
     cells.update({"route2b/rollout/pairs=" + "+".join(s): seeds for s in splits})
     return {c: tuple(s) for c, s in cells.items()}
 
@@ -104,7 +110,8 @@ def _betacf(a: float, b: float, x: float) -> float:
     tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1)
     d = 1 / (d if abs(d) > tiny else tiny); h = d
     for m in range(1, 500):
-        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)), -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
             d = 1 + num * d; d = 1 / (d if abs(d) > tiny else tiny)
             c = 1 + num / c; c = c if abs(c) > tiny else tiny
             h *= d * c
@@ -125,11 +132,13 @@ def t_two_sided_p(t: float, df: float) -> float:
 
 # %% ../nbs/90_results.ipynb #31d3ce60
 def paired_test(x: dict, y: dict) -> dict:
-    "Paired t-test of x - y over the seeds both dicts (seed -> value) have: mean and SEM of the differences, t, df, two-sided p."
+    ("Paired t-test of x - y over the seeds both dicts (seed -> value) have: mean and SEM of the differences, t, df, "
+     "two-sided p.")
     seeds = sorted(set(x) & set(y))
     d = [x[s] - y[s] for s in seeds]
     mean, sem, n = mean_sem(d)
-    out = {"test": "paired t-test, two-sided", "seeds": seeds, "n": n, "diff": mean, "diff_sem": sem, "t": float("nan"), "df": n - 1, "p": float("nan")}
+    out = {"test": "paired t-test, two-sided", "seeds": seeds, "n": n, "diff": mean, "diff_sem": sem, "t": float("nan"),
+           "df": n - 1, "p": float("nan")}
     if n < 2: return out
     if sem == 0: t = 0.0 if mean == 0 else math.copysign(math.inf, mean)
     else: t = mean / sem
@@ -139,8 +148,10 @@ def paired_test(x: dict, y: dict) -> dict:
 POOLED_KEYS_IGNORED = ("seed", "run_dir", "reference_run")
 
 class Results:
-    "The complete runs of one preset in `runs_dir`, grouped by cell; incomplete runs and missing cells are reported, never filled."
-    def __init__(self, runs_dir, preset: str = "pocket", seeds=SEEDS, reference_seeds=REFERENCE_SEEDS, splits=HELD_OUT_SPLITS):
+    ("The complete runs of one preset in `runs_dir`, grouped by cell; incomplete runs and missing cells are reported, "
+     "never filled.")
+    def __init__(self, runs_dir, preset: str = "pocket", seeds=SEEDS, reference_seeds=REFERENCE_SEEDS,
+                 splits=HELD_OUT_SPLITS):
         self.runs_dir, self.preset = Path(runs_dir), preset
         runs = [r for r in load_runs(runs_dir) if r.config["preset"] == preset]
         self.incomplete = sorted(r.name for r in runs if not r.complete)
@@ -148,13 +159,16 @@ class Results:
         for r in runs:
             if not r.complete: continue
             cell = cell_of(r.config)
-            if r.seed in self.cells[cell]: raise ValueError(f"two complete runs of cell {cell} with seed {r.seed}: {self.cells[cell][r.seed].name} and {r.name}")
+            if r.seed in self.cells[cell]: raise ValueError(f"two complete runs of cell {cell} with seed {r.seed}: "
+                                                            f"{self.cells[cell][r.seed].name} and {r.name}")
             self.cells[cell][r.seed] = r
         for cell, by_seed in self.cells.items():
             first = next(iter(by_seed.values()))
             for r in by_seed.values():
-                diff = sorted(k for k in r.config if k not in POOLED_KEYS_IGNORED and r.config[k] != first.config.get(k))
-                if diff: raise ValueError(f"runs {first.name} and {r.name} of cell {cell} differ in {diff}: their numbers cannot be pooled")
+                diff = sorted(k for k in r.config
+                              if k not in POOLED_KEYS_IGNORED and r.config[k] != first.config.get(k))
+                if diff: raise ValueError(f"runs {first.name} and {r.name} of cell {cell} differ in {diff}: "
+                                          "their numbers cannot be pooled")
         self.granularity = self.better_granularity()
         self.expected = expected_cells(self.granularity, seeds, reference_seeds, splits)
         self.base = self._base_eval()
@@ -163,24 +177,29 @@ class Results:
         found = sorted(self.runs_dir.glob("*/eval/base.json"))
         for p in found:
             s = _summary(p.parent.parent, "base")
-            if s.get("state") == "base" and self._same_preset(p): return {**s, "file": str(p.relative_to(self.runs_dir))}
+            if s.get("state") == "base" and self._same_preset(p):
+                return {**s, "file": str(p.relative_to(self.runs_dir))}
         return None
 
     def _same_preset(self, path: Path) -> bool:
-        nb = path.parent.parent.with_suffix(".ipynb")          # the executed notebook that wrote it records its parameters
+        # the executed notebook that wrote it records its parameters
+        nb = path.parent.parent.with_suffix(".ipynb")
         if not nb.exists(): return True
         params = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {})
         return params.get("preset", self.preset) == self.preset
 
     def deploy(self, cell: str, key: str = "hack", state: str = "deploy") -> dict:
-        "seed -> the final evaluation's value (hack or solve) of the cell's runs, deployed (quarantine off) or as trained."
+        ("seed -> the final evaluation's value (hack or solve) of the cell's runs, deployed (quarantine off) "
+         "or as trained.")
         return {s: getattr(r, state)[key] for s, r in self.cells.get(cell, {}).items()}
 
     def better_granularity(self) -> str:
-        "route2b's granularity with the lower mean final deploy hack over its seeds (per-rollout on a tie or without both)."
+        ("route2b's granularity with the lower mean final deploy hack over its seeds "
+         "(per-rollout on a tie or without both).")
         hack = {g: self.deploy(f"route2b/{g}") for g in ("rollout", "token")}
         if not all(hack.values()): return "rollout"
-        return "token" if statistics.fmean(hack["token"].values()) < statistics.fmean(hack["rollout"].values()) else "rollout"
+        return ("token" if statistics.fmean(hack["token"].values()) < statistics.fmean(hack["rollout"].values())
+                else "rollout")
 
     def missing(self) -> list[dict]:
         "Every expected cell short of seeds: which seeds are missing, and which runs were found but are not complete."
@@ -201,15 +220,18 @@ def _stat(values: dict) -> dict:
     return {"mean": m, "sem": s, "n": n}
 
 def arm_rows(self: Results, cells, against: str = "vanilla") -> list[dict]:
-    "Per cell: deploy hack and solve (mean, SEM, n seeds), mean routed fraction, and paired differences against `against`."
+    ("Per cell: deploy hack and solve (mean, SEM, n seeds), mean routed fraction, and paired differences "
+     "against `against`.")
     rows = []
     for cell in cells:
         if not self.cells.get(cell): continue
         hack, solve = self.deploy(cell, "hack"), self.deploy(cell, "solve")
         row = {"cell": cell, "n": len(hack), "seeds": sorted(hack), "hack": _stat(hack), "solve": _stat(solve),
-               "frout": _stat({s: metric_mean(r) for s, r in self.cells[cell].items()}) if "vanilla" not in cell and cell != "gt_only" else None}
+               "frout": _stat({s: metric_mean(r) for s, r in self.cells[cell].items()})
+                        if "vanilla" not in cell and cell != "gt_only" else None}
         if any(r.trained and r.trained.get("same_as") is None for r in self.cells[cell].values()):
-            row["trained_hack"], row["trained_solve"] = _stat(self.deploy(cell, "hack", "trained")), _stat(self.deploy(cell, "solve", "trained"))
+            row["trained_hack"], row["trained_solve"] = (_stat(self.deploy(cell, "hack", "trained")),
+                                                         _stat(self.deploy(cell, "solve", "trained")))
         if cell != against and self.cells.get(against):
             row["vs"] = against
             row["d_hack"] = paired_test(hack, self.deploy(against, "hack"))
@@ -221,8 +243,10 @@ Results.arm_rows = arm_rows
 
 # %% ../nbs/90_results.ipynb #c7675907
 def main_cells(self: Results) -> list[str]:
-    "The main arms: vanilla, route2b at both granularities, and the direction-free controls matched to each granularity."
-    return ["vanilla", "route2b/rollout", "route2b/token", "random_v/rollout", "uniform/rollout", "random_v/token", "uniform/token"]
+    ("The main arms: vanilla, route2b at both granularities, and the direction-free controls matched to each "
+     "granularity.")
+    return ["vanilla", "route2b/rollout", "route2b/token", "random_v/rollout", "uniform/rollout", "random_v/token",
+            "uniform/token"]
 
 def table_a2(self: Results) -> list[dict]: return self.arm_rows(self.main_cells())
 
@@ -238,19 +262,23 @@ def table_a3(self: Results) -> list[dict]:
     return rows
 
 def _by_mode(self: Results, cell: str, mode: str, key: str = "hack") -> dict:
-    return {s: r.deploy["by_mode"][mode][key] for s, r in self.cells.get(cell, {}).items() if mode in r.deploy["by_mode"]}
+    return {s: r.deploy["by_mode"][mode][key] for s, r in self.cells.get(cell, {}).items()
+            if mode in r.deploy["by_mode"]}
 
 def table_a5(self: Results) -> list[dict]:
-    "Per held-out split and mode: deploy hack of the split's route2b and of vanilla, and their paired difference; then inside/outside means."
+    ("Per held-out split and mode: deploy hack of the split's route2b and of vanilla, and their paired difference; "
+     "then inside/outside means.")
     rows = []
     for cell in (c for c in self.expected if "/pairs=" in c):
         if not self.cells.get(cell): continue
         outside = held_out_modes(cell)
-        groups = {m: (m,) for m in MODES} | {"inside (mean)": tuple(m for m in MODES if m not in outside), "outside (mean)": outside}
+        groups = {m: (m,) for m in MODES} | {"inside (mean)": tuple(m for m in MODES if m not in outside),
+                                             "outside (mean)": outside}
         for label, modes in groups.items():
             arm, van = _modes_hack(self, cell, modes), _modes_hack(self, "vanilla", modes)
             rows.append({"cell": cell, "modes": label, "in_pair_set": not set(modes) & set(outside),
-                         "route2b": _stat(arm), "vanilla": _stat(van), "d_hack": paired_test(arm, van) if van else None})
+                         "route2b": _stat(arm), "vanilla": _stat(van),
+                         "d_hack": paired_test(arm, van) if van else None})
     return rows
 
 def _modes_hack(self: Results, cell: str, modes) -> dict:
@@ -261,13 +289,17 @@ def _modes_hack(self: Results, cell: str, modes) -> dict:
 
 def references(self: Results) -> list[dict]:
     rows = []
-    if self.base: rows.append({"reference": "base model (update 0)", "hack": self.base["hack"], "solve": self.base["solve"], "n_problems": self.base["n"], "seeds": None})
+    if self.base: rows.append({"reference": "base model (update 0)", "hack": self.base["hack"],
+                               "solve": self.base["solve"], "n_problems": self.base["n"], "seeds": None})
     if self.cells.get("gt_only"):
-        rows.append({"reference": "no loophole (gt_only)", "hack": _stat(self.deploy("gt_only", "hack")), "solve": _stat(self.deploy("gt_only", "solve")),
-                     "n_problems": next(iter(self.cells["gt_only"].values())).deploy["n"], "seeds": sorted(self.cells["gt_only"])})
+        rows.append({"reference": "no loophole (gt_only)", "hack": _stat(self.deploy("gt_only", "hack")),
+                     "solve": _stat(self.deploy("gt_only", "solve")),
+                     "n_problems": next(iter(self.cells["gt_only"].values())).deploy["n"],
+                     "seeds": sorted(self.cells["gt_only"])})
     return rows
 
-Results.main_cells, Results.table_a2, Results.table_a3, Results.table_a5, Results.references = main_cells, table_a2, table_a3, table_a5, references
+Results.main_cells, Results.table_a2, Results.table_a3, Results.table_a5, Results.references = (
+    main_cells, table_a2, table_a3, table_a5, references)
 
 # %% ../nbs/90_results.ipynb #88e0ea4a
 def verdict(test: dict, solve_test: dict | None = None, min_seeds: int = 3) -> str:
@@ -280,7 +312,8 @@ def verdict(test: dict, solve_test: dict | None = None, min_seeds: int = 3) -> s
 def claims(self: Results) -> list[dict]:
     "Rows of the claims table: C1 (and per-token beside it), C2 per split, C3 per control."
     rows = []
-    def pair(a, b, key="hack"): return paired_test(self.deploy(a, key), self.deploy(b, key)) if self.cells.get(a) and self.cells.get(b) else None
+    def pair(a, b, key="hack"): return (paired_test(self.deploy(a, key), self.deploy(b, key))
+                                        if self.cells.get(a) and self.cells.get(b) else None)
     for cell, claim in (("route2b/rollout", "C1"), ("route2b/token", "C1 (per-token, beside)")):
         t, s = pair(cell, "vanilla"), pair(cell, "vanilla", "solve")
         rows.append({"claim": claim, "comparison": f"{cell} - vanilla, deploy hack", "test": t, "solve_test": s,
@@ -290,14 +323,18 @@ def claims(self: Results) -> list[dict]:
         arm, van = _modes_hack(self, cell, outside), _modes_hack(self, "vanilla", outside)
         t = paired_test(arm, van) if arm and van else None
         s = pair(cell, "vanilla", "solve")
-        rows.append({"claim": "C2", "comparison": f"{cell} - vanilla, deploy hack on {' + '.join(outside)} (never in the pairs)",
+        rows.append({"claim": "C2",
+                     "comparison": f"{cell} - vanilla, deploy hack on {' + '.join(outside)} (never in the pairs)",
                      "test": t, "solve_test": s, "verdict": verdict(t, s) if t else "missing runs"})
-    for g, claim, c1 in (("rollout", "C3", rows[0]["verdict"]), ("token", "C3 (per-token, beside)", rows[1]["verdict"])):
+    for g, claim, c1 in (("rollout", "C3", rows[0]["verdict"]),
+                         ("token", "C3 (per-token, beside)", rows[1]["verdict"])):
         for control in (f"random_v/{g}", f"uniform/{g}"):
             t = pair(f"route2b/{g}", control)
             v = "missing runs" if t is None else verdict(t)
-            if c1 != "supported" and v in ("supported", "inconclusive"): v = f"inconclusive (C1 not supported per {g}: no effect to attribute)"
-            rows.append({"claim": claim, "comparison": f"route2b/{g} - {control}, deploy hack", "test": t, "solve_test": None, "verdict": v})
+            if c1 != "supported" and v in ("supported", "inconclusive"):
+                v = f"inconclusive (C1 not supported per {g}: no effect to attribute)"
+            rows.append({"claim": claim, "comparison": f"route2b/{g} - {control}, deploy hack", "test": t,
+                         "solve_test": None, "verdict": v})
     return rows
 
 Results.claims = claims
@@ -323,21 +360,27 @@ def html_table(rows: list[dict], columns: dict):
     import html
     from IPython.display import HTML
     head = "".join(f"<th>{html.escape(h)}</th>" for h in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(f(r)))}</td>" for f in columns.values()) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(f(r)))}</td>" for f in columns.values()) + "</tr>"
+                   for r in rows)
     return HTML(f'<table class="results"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
-ARM_COLUMNS = {"cell": lambda r: r["cell"], "deploy hack": lambda r: fmt_stat(r["hack"]), "deploy solve": lambda r: fmt_stat(r["solve"]),
-               "Δ hack vs vanilla": lambda r: fmt_diff(r.get("d_hack")), "Δ solve vs vanilla": lambda r: fmt_diff(r.get("d_solve")),
-               "routed fraction": lambda r: fmt_stat(r["frout"]), "as trained: hack": lambda r: fmt_stat(r.get("trained_hack"))}
-CLAIM_COLUMNS = {"claim": lambda r: r["claim"], "comparison": lambda r: r["comparison"], "difference": lambda r: fmt_diff(r["test"]),
-                 "Δ solve vs vanilla": lambda r: fmt_diff(r["solve_test"]), "test": lambda r: r["test"]["test"] if r["test"] else "–",
-                 "verdict": lambda r: r["verdict"]}
-A5_COLUMNS = {"split (pairs from)": lambda r: r["cell"].split("pairs=")[1].replace("+", " + "), "modes": lambda r: r["modes"],
-              "in the pair set": lambda r: "yes" if r["in_pair_set"] else "no", "route2b deploy hack": lambda r: fmt_stat(r["route2b"]),
+ARM_COLUMNS = {"cell": lambda r: r["cell"], "deploy hack": lambda r: fmt_stat(r["hack"]),
+               "deploy solve": lambda r: fmt_stat(r["solve"]), "Δ hack vs vanilla": lambda r: fmt_diff(r.get("d_hack")),
+               "Δ solve vs vanilla": lambda r: fmt_diff(r.get("d_solve")),
+               "routed fraction": lambda r: fmt_stat(r["frout"]),
+               "as trained: hack": lambda r: fmt_stat(r.get("trained_hack"))}
+CLAIM_COLUMNS = {"claim": lambda r: r["claim"], "comparison": lambda r: r["comparison"],
+                 "difference": lambda r: fmt_diff(r["test"]), "Δ solve vs vanilla": lambda r: fmt_diff(r["solve_test"]),
+                 "test": lambda r: r["test"]["test"] if r["test"] else "–", "verdict": lambda r: r["verdict"]}
+A5_COLUMNS = {"split (pairs from)": lambda r: r["cell"].split("pairs=")[1].replace("+", " + "),
+              "modes": lambda r: r["modes"], "in the pair set": lambda r: "yes" if r["in_pair_set"] else "no",
+              "route2b deploy hack": lambda r: fmt_stat(r["route2b"]),
               "vanilla deploy hack": lambda r: fmt_stat(r["vanilla"]), "Δ": lambda r: fmt_diff(r["d_hack"])}
-REFERENCE_COLUMNS = {"reference": lambda r: r["reference"], "hack": lambda r: fmt_stat(r["hack"]), "solve": lambda r: fmt_stat(r["solve"]),
-                     "test problems": lambda r: r["n_problems"], "seeds": lambda r: r["seeds"] or "–"}
-MISSING_COLUMNS = {"cell": lambda r: r["cell"], "missing seeds": lambda r: r["missing_seeds"], "complete seeds found": lambda r: r["have"] or "none"}
+REFERENCE_COLUMNS = {"reference": lambda r: r["reference"], "hack": lambda r: fmt_stat(r["hack"]),
+                     "solve": lambda r: fmt_stat(r["solve"]), "test problems": lambda r: r["n_problems"],
+                     "seeds": lambda r: r["seeds"] or "–"}
+MISSING_COLUMNS = {"cell": lambda r: r["cell"], "missing seeds": lambda r: r["missing_seeds"],
+                   "complete seeds found": lambda r: r["have"] or "none"}
 
 # %% ../nbs/90_results.ipynb #3db42976
 def curve_stats(self: Results, cell: str, state: str, key: str) -> tuple[list, list, list, list]:
@@ -442,8 +485,9 @@ def _clean(x):
 
 def tables(self: Results) -> dict:
     "Every table's numbers, JSON-ready."
-    return _clean({"preset": self.preset, "better_granularity": self.granularity, "missing": self.missing(), "incomplete": self.incomplete,
-                   "A2": self.table_a2(), "A3": self.table_a3(), "A5": self.table_a5(), "references": self.references(), "claims": self.claims(),
-                   "alpha": ALPHA, "solve_margin": SOLVE_MARGIN})
+    return _clean({"preset": self.preset, "better_granularity": self.granularity, "missing": self.missing(),
+                   "incomplete": self.incomplete, "A2": self.table_a2(), "A3": self.table_a3(), "A5": self.table_a5(),
+                   "references": self.references(), "claims": self.claims(), "alpha": ALPHA,
+                   "solve_margin": SOLVE_MARGIN})
 
 Results.tables = tables
