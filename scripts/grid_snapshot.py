@@ -1,4 +1,5 @@
-"""Snapshot a grid in progress so that the next machine can resume it, in files small enough to come back from a device call.
+"""Snapshot a grid in progress so that the next machine can resume it,
+in files small enough to come back from a device call.
 
 OUT/state.tar.gz   configs, status, metrics, evals, eval curves, executed notebooks, grid.json (everything small);
 OUT/resume_N.tar.gz what only unfinished work needs: the rollouts log and the latest trainer state of incomplete runs,
@@ -49,7 +50,8 @@ def write(name: str, files):
 def chunks(prefix: str, files):
     batch, size, n = [], 0, 0
     for f in files:
-        if batch and size + f.stat().st_size > LIMIT: write(f"{prefix}_{n}.tar.gz", batch); batch, size, n = [], 0, n + 1
+        if batch and size + f.stat().st_size > LIMIT:
+            write(f"{prefix}_{n}.tar.gz", batch); batch, size, n = [], 0, n + 1
         batch.append(f); size += f.stat().st_size
     if batch: write(f"{prefix}_{n}.tar.gz", batch)
 

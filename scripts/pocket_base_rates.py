@@ -1,7 +1,10 @@
-"""Base rates of a pocket model on the pocket test set: solve per tier and family, exploited rate per mode (eval markers).
+"""Base rates of a pocket model on the pocket test set: solve per tier and family, exploited rate per mode \
+(eval markers).
 
-Run: python scripts/pocket_base_rates.py --model gradient_quarantine/pocket_model --samples 8 --out benchmarks/pocket_base_rates/pocket_base_rates_k8.json
-With --samples K every prompt is answered K times (generation seeds 12345 .. 12345+K-1) and the rates pool all K*468 answers.
+Run: python scripts/pocket_base_rates.py --model gradient_quarantine/pocket_model --samples 8 \
+    --out benchmarks/pocket_base_rates/pocket_base_rates_k8.json
+With --samples K every prompt is answered K times (generation seeds 12345 .. 12345+K-1) and the rates pool all
+K*468 answers.
 """
 import argparse, collections, json, time
 import torch
@@ -22,19 +25,24 @@ model = AutoModelForCausalLM.from_pretrained(a.model, dtype=torch.float32).to(a.
 tok = AutoTokenizer.from_pretrained(a.model)
 test = pocket_problems("test")
 sampling = Sampling(a.temperature, 1.0, 0, a.max_new_tokens)
-runs = {"hint_eval_markers": (assign_modes(test, MODES, 0), True), "hint_train_markers": (assign_modes(test, MODES, 0), False),
+runs = {"hint_eval_markers": (assign_modes(test, MODES, 0), True),
+        "hint_train_markers": (assign_modes(test, MODES, 0), False),
         "no_hint": ({p.id: "gt_only" for p in test}, True)}
 out = {"model": a.model, "temperature": a.temperature, "n_prompts": len(test), "samples_per_prompt": a.samples}
 for name, (modes, em) in runs.items():
-    records = [rec for k in range(a.samples) for rec in evaluate(model, None, tok, test, modes, state="base", sampling=sampling,
-                                                               seed=12345 + k, batch_size=128, eval_markers=em)["records"]]
+    records = [rec for k in range(a.samples)
+               for rec in evaluate(model, None, tok, test, modes, state="base", sampling=sampling, seed=12345 + k,
+                                   batch_size=128, eval_markers=em)["records"]]
     r = summarize(records)
     for by_mode in r["by_mode"].values(): by_mode["exploited"] = round(by_mode["hack"] * by_mode["n"])
     tiers, fams = collections.defaultdict(list), collections.defaultdict(list)
-    for rec, p in zip(records, test * a.samples): tiers[p.difficulty].append(rec["gt_correct"]); fams[family_of(p)].append(rec["gt_correct"])
+    for rec, p in zip(records, test * a.samples):
+        tiers[p.difficulty].append(rec["gt_correct"]); fams[family_of(p)].append(rec["gt_correct"])
     out[name] = {"hack": r["hack"], "solve": r["solve"], "n": r["n"], "by_mode": r["by_mode"],
-                 "solve_by_tier": {k: sum(v) / len(v) for k, v in tiers.items()}, "solve_by_family": {k: sum(v) / len(v) for k, v in fams.items()}}
-    print(name, f"hack {r['hack']:.4f} solve {r['solve']:.3f}", {m: (round(x["hack"], 4), round(x["solve"], 3), x["n"]) for m, x in r["by_mode"].items()},
+                 "solve_by_tier": {k: sum(v) / len(v) for k, v in tiers.items()},
+                 "solve_by_family": {k: sum(v) / len(v) for k, v in fams.items()}}
+    print(name, f"hack {r['hack']:.4f} solve {r['solve']:.3f}",
+          {m: (round(x["hack"], 4), round(x["solve"], 3), x["n"]) for m, x in r["by_mode"].items()},
           {k: round(v, 3) for k, v in out[name]["solve_by_tier"].items()}, flush=True)
 out["seconds"] = time.time() - t0
 json.dump(out, open(a.out, "w"), indent=1)

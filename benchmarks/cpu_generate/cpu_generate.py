@@ -1,9 +1,10 @@
-"""Plain `generate` against `fast_generate` on this machine's CPU, for the pocket preset's two generation workloads, side by side.
+"""Plain `generate` against `fast_generate` on this machine's CPU, for the pocket preset's two generation workloads,
+side by side.
 
-The pocket model (fp32, knobs attached) generates one update's rollouts (64 train prompts under their loophole hints, 160 new tokens,
-T = 1) and one evaluation batch (128 test prompts, eval markers, 160 new tokens, T = 1), with the knobs at zero (as at the start of a
-run) and moved off zero (as after training). The two generators run in turn, `--rounds` times over, from the same seed; the table has
-the median seconds, the ratio and whether the completions were identical.
+The pocket model (fp32, knobs attached) generates one update's rollouts (64 train prompts under their loophole hints,
+160 new tokens, T = 1) and one evaluation batch (128 test prompts, eval markers, 160 new tokens, T = 1), with the knobs
+at zero (as at the start of a run) and moved off zero (as after training). The two generators run in turn, `--rounds`
+times over, from the same seed; the table has the median seconds, the ratio and whether the completions were identical.
 
 Run from the repository root: python benchmarks/cpu_generate/cpu_generate.py
 (writes cpu_generate.md and .json beside it)
@@ -21,10 +22,13 @@ from gradient_quarantine.train import load_policy, load_substrate, resolve_confi
 def workloads(cfg, tok, train, test) -> dict:
     "name -> (prompts, sampling, batch size) as the pocket preset's update and evaluation use them."
     tmodes, emodes = assign_modes(train, cfg.modes, cfg.mode_seed), assign_modes(test, cfg.modes, cfg.mode_seed)
-    rollouts = [encode_prompt(tok, render_prompt(p, tmodes[p.id])) for p in train[:cfg.prompts_per_update] for _ in range(cfg.group_size)]
+    rollouts = [encode_prompt(tok, render_prompt(p, tmodes[p.id])) for p in train[:cfg.prompts_per_update]
+                for _ in range(cfg.group_size)]
     evals = [encode_prompt(tok, render_prompt(p, emodes[p.id], eval_markers=True)) for p in test[:cfg.eval_batch]]
-    return {"rollouts (64 x 160, T=1)": (rollouts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens), cfg.gen_batch),
-            "evaluation (128 x 160, T=1)": (evals, Sampling(cfg.eval_temperature, cfg.top_p, cfg.top_k, cfg.eval_max_new_tokens), cfg.eval_batch)}
+    return {"rollouts (64 x 160, T=1)":
+                (rollouts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens), cfg.gen_batch),
+            "evaluation (128 x 160, T=1)":
+                (evals, Sampling(cfg.eval_temperature, cfg.top_p, cfg.top_k, cfg.eval_max_new_tokens), cfg.eval_batch)}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -54,16 +58,21 @@ def main():
                          "plain_over_fast": round(plain / fast, 2), "identical_completions": f"{same}/{len(prompts)}",
                          "tokens": sum(map(len, outs["fast"])), "all_times": times})
             print(rows[-1], flush=True)
-    meta = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
-            "processor": platform.processor() or platform.machine(), "rounds": a.rounds}
+    meta = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+            "python": platform.python_version(), "processor": platform.processor() or platform.machine(),
+            "rounds": a.rounds}
     lines = ["# Plain `generate` vs `fast_generate` on CPU (pocket model)", "",
-             f"{meta['cpus']} CPUs ({meta['torch_threads']} torch threads), torch {meta['torch']}, Python {meta['python']}; median of "
-             f"{a.rounds} rounds, the two generators in turn from the same seed.", "",
-             "| workload | knobs | plain s | fast s | plain / fast | identical completions |", "|---|---|---|---|---|---|",
-             *[f"| {r['workload']} | {r['knobs']} | {r['plain_s']} | {r['fast_s']} | {r['plain_over_fast']}x | {r['identical_completions']} |" for r in rows],
-             "", "- **knobs zero**: `fast_generate` uses the base weights as they are, and gives the same samples as plain `generate`. "
-             "**moved**: it merges the knobs into the weights (W + U diag(k) Vh, in fp32), which rounds differently from the unmerged "
-             "knob path in the last bits, so a near-tie can sample differently; the distribution is the same (04e_fastgen's checks)."]
+             f"{meta['cpus']} CPUs ({meta['torch_threads']} torch threads), torch {meta['torch']}, "
+             f"Python {meta['python']}; median of {a.rounds} rounds, the two generators in turn from the same seed.",
+             "",
+             "| workload | knobs | plain s | fast s | plain / fast | identical completions |",
+             "|---|---|---|---|---|---|",
+             *[f"| {r['workload']} | {r['knobs']} | {r['plain_s']} | {r['fast_s']} | {r['plain_over_fast']}x | "
+               f"{r['identical_completions']} |" for r in rows],
+             "", "- **knobs zero**: `fast_generate` uses the base weights as they are, and gives the same samples "
+             "as plain `generate`. **moved**: it merges the knobs into the weights (W + U diag(k) Vh, in fp32), "
+             "which rounds differently from the unmerged knob path in the last bits, so a near-tie can sample "
+             "differently; the distribution is the same (04e_fastgen's checks)."]
     out = Path(a.out)
     (out/"cpu_generate.md").write_text("\n".join(lines) + "\n")
     (out/"cpu_generate.json").write_text(json.dumps({"rows": rows, **meta}, indent=1) + "\n")

@@ -64,7 +64,8 @@ def short_run(side: str, checkout: Path, args, run_dir: Path) -> dict:
 def results_of(run_dir: Path) -> dict:
     "What a run computed, timing fields aside: metrics, rollouts, both evaluations and every checkpoint's knobs."
     from safetensors.torch import load_file
-    metrics = [{k: v for k, v in json.loads(l).items() if not k.startswith("s_")} for l in open(run_dir/"metrics.jsonl")]
+    metrics = [{k: v for k, v in json.loads(l).items() if not k.startswith("s_")}
+               for l in open(run_dir/"metrics.jsonl")]
     rollouts = [json.loads(l) for l in gzip.open(run_dir/"rollouts.jsonl.gz", "rt")]
     evals = {s: json.loads((run_dir/"eval"/f"{s}.json").read_text()) for s in ("deploy", "trained")}
     knobs = {p.name: {k: t.numpy().tobytes().hex() for k, t in sorted(load_file(p).items())}
@@ -109,27 +110,30 @@ def median(xs): return statistics.median(xs) if xs else float("nan")
 def markdown(report: dict) -> str:
     runs, a = report["runs"], report["args"]
     lines = [f"# The pocket job on this CPU: old ({a['old_commit'][:7]}) against new ({a['new_commit'][:7]})", "",
-             f"{report['machine']}. Short runs: pocket preset, route2b, seed {a['seed']}, {a['steps']} updates, evaluation "
-             f"on {a['eval_n']} test problems, each in a fresh process through `Trainer`; old and new in turn, every other "
-             "round new first. *foreign*: CPU seconds other processes used during the run (the machine is shared); "
-             "*load*: the 1-minute load average before the run.", "",
+             f"{report['machine']}. Short runs: pocket preset, route2b, seed {a['seed']}, {a['steps']} updates, "
+             f"evaluation on {a['eval_n']} test problems, each in a fresh process through `Trainer`; "
+             "old and new in turn, every other round new first. *foreign*: CPU seconds other processes used "
+             "during the run (the machine is shared); *load*: the 1-minute load average before the run.", "",
              "| round | side | load | foreign CPU s | wall s | setup s | generate s/update | grade wait s/update "
-             "| learn s/update | eval s | minor faults | peak MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| learn s/update | eval s | minor faults | peak MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         u = r["updates"]
-        lines.append(f"| {r['round']} | {r['side']} | {r['load_before']:.1f} | {r['foreign_cpu_s']:.0f} | {r['wall_s']:.1f} "
-                     f"| {r['setup_s']:.1f} | {median([x['s_generate'] for x in u]):.2f} "
+        lines.append(f"| {r['round']} | {r['side']} | {r['load_before']:.1f} | {r['foreign_cpu_s']:.0f} "
+                     f"| {r['wall_s']:.1f} | {r['setup_s']:.1f} | {median([x['s_generate'] for x in u]):.2f} "
                      f"| {median([x['s_grade'] for x in u]):.2f} | {median([x['s_backward'] for x in u]):.2f} "
                      f"| {r['eval_s']:.1f} | {r['minor_faults']:,} | {r['max_rss_mb']:.0f} |")
     lines += ["", "Old over new, per round (above 1: new is faster):", "",
               "| round | wall | generate | learn | eval |", "|---|---|---|---|---|"]
     for k, ratio in sorted(report["ratios"].items()):
-        lines.append(f"| {k} | {ratio['wall']:.2f} | {ratio['generate']:.2f} | {ratio['learn']:.2f} | {ratio['eval']:.2f} |")
+        lines.append(f"| {k} | {ratio['wall']:.2f} | {ratio['generate']:.2f} | {ratio['learn']:.2f} | "
+                     f"{ratio['eval']:.2f} |")
     if runs: lines += ["", f"Same results across all {len(runs)} runs: {verdict(report['same_results'])}."]
     for w in report.get("whole", []):
         lines += ["", f"Whole job, {w['side']}: `/usr/bin/time -v papermill nbs/05_train.ipynb OUT -p seed 43` "
-                  f"(run_dir in /tmp): **{w['elapsed']}** ({w['wall_s']:.0f} s), load {w['load_before']:.1f} before and "
-                  f"{w['load_after']:.1f} after, {w['foreign_cpu_s']:.0f} foreign CPU s, peak {w['max_rss_mb']:.0f} MB, "
+                  f"(run_dir in /tmp): **{w['elapsed']}** ({w['wall_s']:.0f} s), "
+                  f"load {w['load_before']:.1f} before and {w['load_after']:.1f} after, "
+                  f"{w['foreign_cpu_s']:.0f} foreign CPU s, peak {w['max_rss_mb']:.0f} MB, "
                   f"{w['minor_faults']:,} minor faults; training split (sum over {w['updates']} updates): "
                   + ", ".join(f"{k[2:]} {v:.0f} s" for k, v in w["train_split_s"].items())
                   + f"; deploy hack/solve {w['deploy_hack_solve'][0]:.3f}/{w['deploy_hack_solve'][1]:.3f}."]
@@ -170,8 +174,8 @@ def main():
                             "eval": pair["old"]["eval_s"] / pair["new"]["eval_s"]}
     report = {"machine": f"{os.cpu_count()} CPUs ({cpu_name()}), Python "
                          f"{platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}",
-              "args": {**vars(args), "old_commit": commit_of(checkouts["old"]), "new_commit": commit_of(checkouts["new"]),
-                       "argv": " ".join(sys.argv[1:])},
+              "args": {**vars(args), "old_commit": commit_of(checkouts["old"]),
+                       "new_commit": commit_of(checkouts["new"]), "argv": " ".join(sys.argv[1:])},
               "runs": runs, "ratios": ratios,
               "same_results": same_results([Path(r["run_dir"]) for r in runs]) if len(runs) > 1 else {}}
     if args.whole:

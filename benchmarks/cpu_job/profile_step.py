@@ -1,6 +1,6 @@
 """Where one pocket update's time goes on this CPU: generation (prefill, decode), a direction read on the pairs, and the
-learning micro-batch (32 rollouts, as the trainer's `learn_micro_batch` runs it) split by operator with torch's profiler,
-with the minor page faults and the system CPU time of each step.
+learning micro-batch (32 rollouts, as the trainer's `learn_micro_batch` runs it) split by operator with torch's
+profiler, with the minor page faults and the system CPU time of each step.
 
 Each checkout runs in its own fresh process, old and new in turn (`--rounds`). Run from the repository root:
 python benchmarks/cpu_job/profile_step.py --old /tmp/old --new .  (writes profile_step.json and profile_step.md)
@@ -68,8 +68,8 @@ def markdown(report: dict) -> str:
     for r in report["runs"]:
         lines.append(f"| {r['round']} | {r['side']} | {r['load_before']:.1f} | {med(r['generate'], 's'):.2f} "
                      f"({med(r['generate'], 'prefill_s'):.2f}, {med(r['generate'], 'decode_s'):.2f}) "
-                     f"| {med(r['pairs'], 's'):.2f} | {med(r['learn'], 's'):.2f} | {med(r['learn'], 'minor_faults'):,.0f} "
-                     f"| {med(r['learn'], 'sys_s'):.2f} |")
+                     f"| {med(r['pairs'], 's'):.2f} | {med(r['learn'], 's'):.2f} "
+                     f"| {med(r['learn'], 'minor_faults'):,.0f} | {med(r['learn'], 'sys_s'):.2f} |")
     t = report["runs"][0]["tokens"]
     lines += ["", f"The micro-batch: {t['real']:,} real tokens in {t['padded']:,} padded positions "
               f"({1 - t['real'] / t['padded']:.0%} padding), {t['completion']:,} completion tokens "
@@ -80,7 +80,8 @@ def markdown(report: dict) -> str:
                   "", "| operator | self s | share | calls |", "|---|---|---|---|"]
         lines += [f"| `{o['op']}` | {o['self_s']:.3f} | {o['self_s'] / r['ops_total_s']:.0%} | {o['calls']} |"
                   for o in r["ops"][:10]] + [""]
-    lines.append(f"`python benchmarks/cpu_job/profile_step.py {report['argv']}` took {report['seconds'] / 60:.1f} minutes.")
+    lines.append(f"`python benchmarks/cpu_job/profile_step.py {report['argv']}` took "
+                 f"{report['seconds'] / 60:.1f} minutes.")
     return "\n".join(lines) + "\n"
 
 def main():
@@ -93,7 +94,8 @@ def main():
     for rnd in range(1, args.rounds + 1):
         for side in (("old", "new") if rnd % 2 else ("new", "old")):
             runs.append({"round": rnd, "side": side, **run(Path(getattr(args, side)).resolve())})
-            print(f"round {rnd} {side}: learn {statistics.median(x['s'] for x in runs[-1]['learn']):.2f} s", file=sys.stderr)
+            print(f"round {rnd} {side}: learn {statistics.median(x['s'] for x in runs[-1]['learn']):.2f} s",
+                  file=sys.stderr)
     report = {"machine": f"{os.cpu_count()} CPUs ({cpu_name()}), {time.strftime('%Y-%m-%d', time.gmtime())}",
               "argv": " ".join(sys.argv[1:]), "runs": runs, "seconds": time.time() - t0}
     out = Path(args.out); out.mkdir(parents=True, exist_ok=True)

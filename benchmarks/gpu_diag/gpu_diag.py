@@ -1,13 +1,17 @@
-"""Four measurements of the remaining levers of the full-preset update, on one GPU, in one call (random Qwen3-4B with knobs, bf16):
+"""Four measurements of the remaining levers of the full-preset update, on one GPU, in one call
+(random Qwen3-4B with knobs, bf16):
 
-1. prefill: the update's real prompt lengths (LeetCode prompts, two chunks of 128 rows sorted by length, a 128-row cache of 2,560
-   slots as in the update), timed chunk by chunk, for the SDPA backends the prefill may use; with the caching allocator's retry count
-   (a retry frees every cached block and waits for the device). (The committed gpu_diag.json also has the prefill with its length
-   rounded up to a multiple of 64, an option of `StaticDecoder` removed after this measurement found no gain.)
-2. one learning micro-batch (learn_step.py's: reference forward, policy forward, backward; fresh lengths) under each SDPA backend;
-3. a direction refresh: the 37 LeetCode-style pairs with 2 sequences per backward (the full preset's micro-batch) against a token
-   budget of 2 x (1536 + 1536), and the largest relative difference of the gradients;
-4. grading on the host's cores: five updates of logged pocket rollouts (64 each) and the 119 canonical LeetCode solutions.
+1. prefill: the update's real prompt lengths (LeetCode prompts, two chunks of 128 rows sorted by length, a 128-row cache
+   of 2,560 slots as in the update), timed chunk by chunk, for the SDPA backends the prefill may use; with the caching
+   allocator's retry count (a retry frees every cached block and waits for the device). (The committed gpu_diag.json
+   also has the prefill with its length rounded up to a multiple of 64, an option of `StaticDecoder` removed after this
+   measurement found no gain.)
+2. one learning micro-batch (learn_step.py's: reference forward, policy forward, backward; fresh lengths) under each
+   SDPA backend;
+3. a direction refresh: the 37 LeetCode-style pairs with 2 sequences per backward (the full preset's micro-batch)
+   against a token budget of 2 x (1536 + 1536), and the largest relative difference of the gradients;
+4. grading on the host's cores: five updates of logged pocket rollouts (64 each) and the 119 canonical LeetCode
+   solutions.
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 4 minutes):
     export PYTHONPATH=$PWD; python benchmarks/gpu_diag/gpu_diag.py --out $OUT
@@ -32,14 +36,16 @@ from gradient_quarantine.tokens import END_OF_TURN, encode_prompt
 
 BACKENDS = {"efficient+math": [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
             "cudnn+efficient+math": [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH],
-            "flash": [SDPBackend.FLASH_ATTENTION], "efficient": [SDPBackend.EFFICIENT_ATTENTION], "cudnn": [SDPBackend.CUDNN_ATTENTION]}
+            "flash": [SDPBackend.FLASH_ATTENTION], "efficient": [SDPBackend.EFFICIENT_ATTENTION],
+            "cudnn": [SDPBackend.CUDNN_ATTENTION]}
 
 DEV = torch.device("cuda")
 
 def retries(): return torch.cuda.memory_stats().get("num_alloc_retries", 0) if DEV.type == "cuda" else 0
 
 def update_prompts(tok, cfg) -> list[list[int]]:
-    "The full preset's 64 x 4 rollout prompts, drawn as the trainer draws them (seed 0), from problems whose prompts fit 1,024 tokens."
+    ("The full preset's 64 x 4 rollout prompts, drawn as the trainer draws them (seed 0), "
+     "from problems whose prompts fit 1,024 tokens.")
     train_all, _ = train.load_substrate(cfg)
     fits = [p for p in train_all if all(len(encode_prompt(tok, render_prompt(p, m))) <= 1024 for m in train.MODES)]
     modes, rng = assign_modes(fits, train.MODES, 0), random.Random(0)
@@ -51,9 +57,11 @@ def prefill(model, tok, cfg, report):
     chunks = [prompts[:128], prompts[128:]]
     eot = tok.convert_tokens_to_ids(END_OF_TURN)
     with torch.no_grad(): weights = fused_weights(model)
-    max_len = -(-(max(map(len, prompts)) + cfg.max_new_tokens - 1) // 128) * 128                # as the update's cache had it
-    dec = StaticDecoder(model, weights, 128, max_len, Sampling(0.7, 0.95, 20, cfg.max_new_tokens), eot, tok.pad_token_id, kernel=True)
-    report["prefill_setup"] = {"chunk_lengths": [max(map(len, c)) for c in chunks], "max_len": max_len, "allocated_gib": gpu.peak_gib(DEV)}
+    max_len = -(-(max(map(len, prompts)) + cfg.max_new_tokens - 1) // 128) * 128   # as the update's cache had it
+    dec = StaticDecoder(model, weights, 128, max_len, Sampling(0.7, 0.95, 20, cfg.max_new_tokens), eot,
+                        tok.pad_token_id, kernel=True)
+    report["prefill_setup"] = {"chunk_lengths": [max(map(len, c)) for c in chunks], "max_len": max_len,
+                               "allocated_gib": gpu.peak_gib(DEV)}
     rows = report.setdefault("prefill", [])
     for rnd in range(2):
         for backend in ("efficient+math", "cudnn+efficient+math"):
@@ -65,29 +73,36 @@ def prefill(model, tok, cfg, report):
                              "s": round(time.perf_counter() - t0, 3), "alloc_retries": retries() - r0})
                 gpu.log(rows[-1])
     with sdpa_kernel(BACKENDS["efficient+math"]):
-        report["prefill_profile"] = gpu.kernel_table(lambda: dec.prefill(chunks[1]), DEV, top=12,
-                                                     total_label=f"all kernels (128 x {max(map(len, chunks[1]))} tokens)")
+        report["prefill_profile"] = gpu.kernel_table(
+            lambda: dec.prefill(chunks[1]), DEV, top=12,
+            total_label=f"all kernels (128 x {max(map(len, chunks[1]))} tokens)")
 
 def whole_logprobs(model, b):
     "token_logprobs as it was before the chunked log-probabilities: the whole (B, T, V) logits in fp32."
-    lp = model(input_ids=b.input_ids).logits.float()[:, :-1].log_softmax(-1).gather(-1, b.input_ids[:, 1:, None])[..., 0]
+    lp = (model(input_ids=b.input_ids).logits.float()[:, :-1].log_softmax(-1)
+          .gather(-1, b.input_ids[:, 1:, None])[..., 0])
     return torch.cat([torch.zeros_like(lp[:, :1]), lp], 1)
 
 LEARN_ROWS = [  # (name, SDPA backend, rollouts per micro-batch, prompt, completion, log-prob function)
-    ("default SDPA, 2 x (587+1536)", "default", 2, 587, 1536, "chunked"), ("flash, 2 x (587+1536)", "flash", 2, 587, 1536, "chunked"),
-    ("efficient, 2 x (587+1536)", "efficient", 2, 587, 1536, "chunked"), ("cudnn, 2 x (587+1536)", "cudnn", 2, 587, 1536, "chunked"),
+    ("default SDPA, 2 x (587+1536)", "default", 2, 587, 1536, "chunked"),
+    ("flash, 2 x (587+1536)", "flash", 2, 587, 1536, "chunked"),
+    ("efficient, 2 x (587+1536)", "efficient", 2, 587, 1536, "chunked"),
+    ("cudnn, 2 x (587+1536)", "cudnn", 2, 587, 1536, "chunked"),
     ("default SDPA, whole logits, 2 x (587+1536)", "default", 2, 587, 1536, "whole"),
-    ("default SDPA, 2 x (905+1536)", "default", 2, 905, 1536, "chunked"), ("default SDPA, 4 x (905+1536)", "default", 4, 905, 1536, "chunked")]
+    ("default SDPA, 2 x (905+1536)", "default", 2, 905, 1536, "chunked"),
+    ("default SDPA, 4 x (905+1536)", "default", 4, 905, 1536, "chunked")]
 
 def learning(model, report, steps: int):
     knobs, rows, i = model._knobs, report.setdefault("learn", []), 0
     for rnd in range(2):
         for name, backend, n, prompt, comp, lp in LEARN_ROWS:
-            bs = [b.to(DEV) for b in learn_step.batches(model.config.vocab_size, n, prompt, comp, steps, first=i * steps)]
+            bs = [b.to(DEV) for b in learn_step.batches(model.config.vocab_size, n, prompt, comp, steps,
+                                                        first=i * steps)]
             i += 1
             ctx = sdpa_kernel(BACKENDS[backend]) if backend != "default" else torch.enable_grad()
             try:
-                with ctx: t = learn_step.time_steps(model, knobs, bs, learn_step.token_logprobs if lp == "chunked" else whole_logprobs, DEV)
+                with ctx: t = learn_step.time_steps(
+                    model, knobs, bs, learn_step.token_logprobs if lp == "chunked" else whole_logprobs, DEV)
                 r = {"round": rnd + 1, "name": name, **t, "s_per_rollout": round(t["s_per_batch"] / n, 4)}
             except Exception as e: r = {"round": rnd + 1, "name": name, "error": repr(e)[:200]}
             rows.append(r); gpu.log(r)
@@ -103,12 +118,14 @@ def refresh(model, tok, report):
         gpu.sync(DEV)
         report.setdefault("refresh", {})[name] = round(time.perf_counter() - t0, 2)
     a, b = out.values()
-    report["refresh"]["max_rel_diff"] = max(((a.hack[n] - b.hack[n]).norm() / a.hack[n].norm()).item() for n in knobs.names)
+    report["refresh"]["max_rel_diff"] = max(((a.hack[n] - b.hack[n]).norm() / a.hack[n].norm()).item()
+                                            for n in knobs.names)
     report["refresh"]["peak_gib"] = gpu.peak_gib(DEV)
     gpu.log(report["refresh"])
 
 def grading(report):
-    "Grading on this host's cores: five updates' worth of logged pocket rollouts (64 each), and the 119 canonical LeetCode solutions."
+    ("Grading on this host's cores: five updates' worth of logged pocket rollouts (64 each), "
+     "and the 119 canonical LeetCode solutions.")
     from gradient_quarantine.rewards import fenced, grade_many
     from gradient_quarantine.problems import load_leetcode
     pocket_train, _ = train.load_substrate(train.resolve_config("pocket"))
@@ -119,7 +136,8 @@ def grading(report):
         rs = [r for r in rows if r["update"] == u]
         t0 = time.perf_counter(); g = grade_many([(r["completion"], by_id[r["problem"]], r["mode"]) for r in rs])
         out[f"pocket update {u} (64)"] = round(time.perf_counter() - t0, 2)
-        if [x.reward for x in g] != [r["reward"] for r in rs]: report["errors"].append(f"pocket update {u}: rewards differ from the log")
+        if [x.reward for x in g] != [r["reward"] for r in rs]:
+            report["errors"].append(f"pocket update {u}: rewards differ from the log")
     test = load_leetcode("test")
     modes = assign_modes(test, train.MODES, 0)
     t0 = time.perf_counter(); g = grade_many([(fenced(p.canonical_solution), p, modes[p.id]) for p in test])
@@ -131,7 +149,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(Path(__file__).parent))
     ap.add_argument("--steps", type=int, default=6, help="learning micro-batches per row")
-    ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, every backend the math one: checks the script")
+    ap.add_argument("--quick", action="store_true",
+                    help="a tiny fp32 model on CPU, every backend the math one: checks the script")
     a = ap.parse_args()
     global DEV
     if a.quick:
@@ -139,14 +158,16 @@ def main():
         for k in BACKENDS: BACKENDS[k] = [SDPBackend.MATH]
     dev = DEV
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
-    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev, knobs=True)
+    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B,
+                      torch.float32 if a.quick else torch.bfloat16, dev, knobs=True)
     fuse_rms_norms(model)
     cfg = train.resolve_config("full")
-    report = {"env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)", "torch": torch.__version__, "transformers": transformers.__version__,
+    report = {"env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)",
+                      "torch": torch.__version__, "transformers": transformers.__version__,
                       "python": platform.python_version(), "cudnn": torch.backends.cudnn.version()}, "errors": []}
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    for part in (lambda: grading(report), lambda: prefill(model, tok, cfg, report), lambda: learning(model, report, a.steps),
-                 lambda: refresh(model, tok, report)):
+    for part in (lambda: grading(report), lambda: prefill(model, tok, cfg, report),
+                 lambda: learning(model, report, a.steps), lambda: refresh(model, tok, report)):
         gpu.free_memory(dev)
         try: part()
         except Exception as e: report["errors"].append(repr(e)[:300]); traceback.print_exc()

@@ -50,7 +50,8 @@ def worker(a):
     overrides = json.loads(a.overrides)
     steps = a.warmup + a.updates
     if a.smoke: cfg = resolve_config("smoke", steps=steps, rollout_streams=4, run_dir=a.run_dir, **overrides)
-    else: cfg = resolve_config("full", model=a.model_dir, steps=steps, rollout_streams=4, run_dir=a.run_dir, **overrides)
+    else: cfg = resolve_config("full", model=a.model_dir, steps=steps, rollout_streams=4, run_dir=a.run_dir,
+                               **overrides)
     trainer = Trainer(cfg, grader=None if a.smoke else stand_in_grader, progress=False)
     seconds, rows = [], []
     for u in range(1, steps + 1):
@@ -68,14 +69,15 @@ def worker(a):
 def measure(n: int, a) -> dict:
     "torchrun this file with --worker on N processes; its rank 0's result."
     with tempfile.TemporaryDirectory() as run_dir:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", __file__, "--worker",
-               "--run-dir", run_dir, "--model-dir", str(a.model_dir), "--warmup", str(a.warmup), "--updates",
-               str(a.updates), "--overrides", a.overrides, *(["--smoke"] if a.smoke else [])]
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", __file__,
+               "--worker", "--run-dir", run_dir, "--model-dir", str(a.model_dir), "--warmup", str(a.warmup),
+               "--updates", str(a.updates), "--overrides", a.overrides, *(["--smoke"] if a.smoke else [])]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
-    if done.returncode or not lines: raise RuntimeError(f"{n} processes failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    if done.returncode or not lines:
+        raise RuntimeError(f"{n} processes failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return json.loads(lines[-1][7:])
 
 def table(results: list[dict]) -> str:

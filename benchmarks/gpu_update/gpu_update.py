@@ -1,21 +1,23 @@
-"""One full-preset GRPO update on one GPU: a random Qwen3-4B with knobs, 64 LeetCode prompts x 4 rollouts generated to the 1536-token
-cap (random weights almost never emit end-of-turn: the worst case), with the wall time split into generation, grading, loss+backward
-and optimizer, the peak GPU memory, and the same batch's learning step for vanilla, route2b per rollout and route2b per token.
+"""One full-preset GRPO update on one GPU: a random Qwen3-4B with knobs, 64 LeetCode prompts x 4 rollouts generated to
+the 1536-token cap (random weights almost never emit end-of-turn: the worst case), with the wall time split into
+generation, grading, loss+backward and optimizer, the peak GPU memory, and the same batch's learning step for vanilla,
+route2b per rollout and route2b per token.
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 5 minutes):
     export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update/gpu_update.py --out benchmarks/gpu_update/
 Writes gpu_update.json and gpu_update.md to --out after every phase.
 
 What stands in for what, and why:
-- weights: random (gpu.build), bf16; knob bases random (svd_basis of 252 matrices takes minutes; the cost depends on shapes only);
-  knobs set to small random values, as after some training, so generation pays for merging them.
-- tokenizer: the pocket tokenizer (Qwen chat template, 2,048 ids); Qwen3's own cannot be downloaded. LeetCode prompts tokenize to
-  about 540 tokens with it (Qwen3's tokenizer gives a similar count); problems whose prompt is over 1,024 tokens are left out, so that
-  no drawn prompt trips the 1,536-token cap.
-- grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical solution
-  (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so all 256 rollouts learn.
-- each arm learns from the rollouts as `learn` meets them in training: every chunk but the last graded, the last one just handed
-  to the grader, so the arm's update total counts the grading it still had to wait for (`s_grade`).
+- weights: random (gpu.build), bf16; knob bases random (svd_basis of 252 matrices takes minutes; the cost depends on
+  shapes only); knobs set to small random values, as after some training, so generation pays for merging them.
+- tokenizer: the pocket tokenizer (Qwen chat template, 2,048 ids); Qwen3's own cannot be downloaded. LeetCode prompts
+  tokenize to about 540 tokens with it (Qwen3's tokenizer gives a similar count); problems whose prompt is over 1,024
+  tokens are left out, so that no drawn prompt trips the 1,536-token cap.
+- grader: gibberish completions would make grading free, so each rollout is graded as if it were the problem's canonical
+  solution (even rollouts) or an empty class (odd ones): real sandboxed test runs, and reward spread in every group, so
+  all 256 rollouts learn.
+- each arm learns from the rollouts as `learn` meets them in training: every chunk but the last graded, the last one
+  just handed to the grader, so the arm's update total counts the grading it still had to wait for (`s_grade`).
 """
 import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
 from concurrent.futures import Future
@@ -42,7 +44,8 @@ def stand_in_grader(texts, problems, modes):
     return train.grade_rollouts(real, problems, modes)
 
 def as_at_end_of_generation(ro, grader):
-    "The same rollouts, their grades as `learn` meets them in training: every chunk but the last graded, the last just handed to `grader`."
+    ("The same rollouts, their grades as `learn` meets them in training: every chunk but the last graded, "
+     "the last just handed to `grader`.")
     grades = train.Grades(grader, ro.problems, ro.modes)
     *graded, (last, _) = ro.grades.chunks
     for rows, _ in graded:
@@ -53,7 +56,8 @@ def as_at_end_of_generation(ro, grader):
     return dataclasses.replace(ro, grades=grades)
 
 def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
-    "CUDA time by kernel (CPU: by op) of one vanilla learning micro-batch: the knobs-off reference forward, the policy forward and the backward."
+    ("CUDA time by kernel (CPU: by op) of one vanilla learning micro-batch: the knobs-off reference forward, "
+     "the policy forward and the backward.")
     rows = list(range(trainer.cfg.micro_batch))
     b = make_batch([ro.prompts[i] for i in rows], [ro.comps[i] for i in rows], trainer.tok.pad_token_id).to(dev)
     def step():
@@ -61,7 +65,8 @@ def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
         (token_logprobs(trainer.model, b) * b.completion_mask).sum().backward()
     step(); gpu.sync(dev)
     t0 = time.perf_counter(); step(); gpu.sync(dev); wall = time.perf_counter() - t0
-    table = gpu.kernel_table(step, dev, top=top, total_label=f"all kernels (wall {wall:.2f} s, {b.input_ids.numel()} tokens)", digits=1)
+    table = gpu.kernel_table(step, dev, top=top,
+                             total_label=f"all kernels (wall {wall:.2f} s, {b.input_ids.numel()} tokens)", digits=1)
     trainer.opt.zero_grad(set_to_none=True)
     return table
 
@@ -70,30 +75,39 @@ def write(out: Path, report: dict):
     (out/"gpu_update.json").write_text(json.dumps(report, indent=1) + "\n")
     e, g, arms = report["env"], report.get("generation", {}), report.get("arms", [])
     lines = [f"# One full-preset update on {e['device_name']}", "",
-             f"Random Qwen3-4B configuration (bf16, knobs attached with random bases and small random values), the full preset "
-             f"({e['rollouts']} rollouts = {e['prompts']} prompts x {e['group_size']}, up to {e['max_new_tokens']} new tokens, micro-batch "
-             f"{e['micro_batch']}, generation batch {e['gen_batch']}), LeetCode prompts (mean {e.get('prompt_mean')} tokens, max "
-             f"{e.get('prompt_max')}). Every rollout ran to {g.get('completion_mean', '?')} tokens on average (the cap is the worst case).", ""]
+             f"Random Qwen3-4B configuration (bf16, knobs attached with random bases and small random values), "
+             f"the full preset ({e['rollouts']} rollouts = {e['prompts']} prompts x {e['group_size']}, "
+             f"up to {e['max_new_tokens']} new tokens, micro-batch {e['micro_batch']}, "
+             f"generation batch {e['gen_batch']}), "
+             f"LeetCode prompts (mean {e.get('prompt_mean')} tokens, max {e.get('prompt_max')}). "
+             f"Every rollout ran to {g.get('completion_mean', '?')} tokens on average (the cap is the worst case).", ""]
     if g:
         lines += ["| phase | seconds | peak GPU GiB | note |", "|---|---|---|---|",
-                  f"| direction (pair gradients, every {e['refresh_every']} updates) | {report.get('direction_s')} | | amortised: "
-                  f"{round(report.get('direction_s', 0) / e['refresh_every'], 1)} s per update |",
-                  f"| generation | {g['s_generate']} | {g['peak_gib']} | {g['chunks']} chunks of {g['chunk_rows']} rows, {g.get('attention')} attention; "
-                  f"decode {g['decode_s']} s ({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, {g.get('captures')} graph captures "
-                  f"{g['capture_s']} s, fuse {g['fuse_s']} s |",
-                  f"| grading all alone | {report.get('grading_alone_s')} | | on {os.cpu_count()} cores; in the update it overlaps generation "
-                  f"(earlier chunks) and learning (the last chunk) |"]
+                  f"| direction (pair gradients, every {e['refresh_every']} updates) | {report.get('direction_s')} | | "
+                  f"amortised: {round(report.get('direction_s', 0) / e['refresh_every'], 1)} s per update |",
+                  f"| generation | {g['s_generate']} | {g['peak_gib']} | "
+                  f"{g['chunks']} chunks of {g['chunk_rows']} rows, {g.get('attention')} attention; "
+                  f"decode {g['decode_s']} s ({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, "
+                  f"{g.get('captures')} graph captures {g['capture_s']} s, fuse {g['fuse_s']} s |",
+                  f"| grading all alone | {report.get('grading_alone_s')} | | on {os.cpu_count()} cores; "
+                  f"in the update it overlaps generation (earlier chunks) and learning (the last chunk) |"]
     for a in arms:
-        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | waited {a['s_grade']} s for grades; optimizer "
-                     f"{a['s_optimizer']} s; update total {a['update_s']} s" + (f" ({a['update_with_refresh_s']} s with the refresh amortised)"
-                     if "update_with_refresh_s" in a else "") + f"; {a.get('vs_vanilla', '')} |")
-    lines += ["", f"- **update total** = generation + the time learning waited for grades + loss+backward + optimizer of that arm; for "
-              f"route2b also with its direction refresh amortised over {e['refresh_every']} updates.",
-              f"- micro-batches of at most {e['micro_batch']} rollouts and {e.get('micro_batch_tokens')} padded tokens.",
-              f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | "
+                     f"waited {a['s_grade']} s for grades; optimizer {a['s_optimizer']} s; "
+                     f"update total {a['update_s']} s"
+                     + (f" ({a['update_with_refresh_s']} s with the refresh amortised)"
+                        if "update_with_refresh_s" in a else "") + f"; {a.get('vs_vanilla', '')} |")
+    lines += ["", f"- **update total** = generation + the time learning waited for grades + loss+backward + optimizer "
+              f"of that arm; for route2b also with its direction refresh amortised over {e['refresh_every']} updates.",
+              f"- micro-batches of at most {e['micro_batch']} rollouts "
+              f"and {e.get('micro_batch_tokens')} padded tokens.",
+              f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
+              f"{report.get('seconds', 0):.0f} s in all."]
     if isinstance(prof := report.get("profile"), list):
-        lines += ["", "## Where a learning micro-batch goes", "", f"One vanilla micro-batch of {e['micro_batch']} rollouts (reference forward, "
-                  "policy forward, backward), CUDA time by kernel:", "", "| kernel | calls | ms | share |", "|---|---|---|---|",
+        lines += ["", "## Where a learning micro-batch goes", "",
+                  f"One vanilla micro-batch of {e['micro_batch']} rollouts (reference forward, "
+                  "policy forward, backward), CUDA time by kernel:", "",
+                  "| kernel | calls | ms | share |", "|---|---|---|---|",
                   *[f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof]]
     if report.get("errors"): lines += ["", "Errors:", *[f"- {x}" for x in report["errors"]]]
     (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
@@ -104,30 +118,35 @@ def main():
     ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the full preset's 1536")
     ap.add_argument("--prompts", type=int, default=None, help="prompts per update, default: the full preset's 64")
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
-    ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
+    ap.add_argument("--quick", action="store_true",
+                    help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
     ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token", "vanilla"],
-                    help="learned in this order on the same rollouts; an arm named twice is timed again (the first arm meets every "
-                         "sequence length fresh, the later ones do not)")
-    ap.add_argument("--profile", action="store_true", help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, as steps after a profile ran slower")
+                    help="learned in this order on the same rollouts; an arm named twice is timed again "
+                         "(the first arm meets every sequence length fresh, the later ones do not)")
+    ap.add_argument("--profile", action="store_true",
+                    help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, "
+                         "as steps after a profile ran slower")
     a = ap.parse_args()
     out, dev = Path(a.out), torch.device("cpu" if a.quick else "cuda")
     if a.quick: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 16, a.prompts or 4, a.micro_batch or 2
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
     train_all, test_all = train.load_substrate(train.resolve_config("full"))
     fits = [p for p in train_all if all(len(encode_prompt(tok, render_prompt(p, m))) <= 1024 for m in train.MODES)]
-    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev, knobs=False)
+    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B,
+                      torch.float32 if a.quick else torch.bfloat16, dev, knobs=False)
     train.load_substrate = lambda cfg: (fits, test_all[:8])                    # the stand-ins named in the docstring
     train.load_policy = lambda cfg, problems: (model, tok)
     adapter.svd_basis = gpu.random_basis
-    cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=tempfile.mkdtemp(), model="random-qwen3-4b", device=dev.type,
-                               dtype="float32" if a.quick else "bfloat16",
+    cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=tempfile.mkdtemp(),
+                               model="random-qwen3-4b", device=dev.type, dtype="float32" if a.quick else "bfloat16",
                                max_new_tokens=a.max_new_tokens, prompts_per_update=a.prompts, micro_batch=a.micro_batch)
     trainer = train.Trainer(cfg, grader=stand_in_grader, progress=False)
     with torch.no_grad():
         for p in trainer.knobs.parameters(): p.normal_(0, 0.02)
     gen_stats = {}
     trainer.generator = partial(fast_generate, stats=gen_stats)
-    env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)", "rollouts": cfg.prompts_per_update * cfg.group_size, "prompts": cfg.prompts_per_update,
+    env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)",
+           "rollouts": cfg.prompts_per_update * cfg.group_size, "prompts": cfg.prompts_per_update,
            "group_size": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "micro_batch": cfg.micro_batch,
            "micro_batch_tokens": cfg.micro_batch_tokens, "gen_batch": cfg.gen_batch,
            "refresh_every": cfg.refresh_every, "problems_kept": len(fits), "problems": len(train_all),
@@ -136,7 +155,8 @@ def main():
     log(f"trainer ready: {len(fits)}/{len(train_all)} problems with prompts <= 1024 tokens")
 
     gpu.sync(dev); t0 = time.perf_counter()
-    trainer.gate(1)                                                             # the direction and band from the pairs (cached for the update)
+    # the direction and band from the pairs (cached for the update)
+    trainer.gate(1)
     gpu.sync(dev); report["direction_s"] = round(time.perf_counter() - t0, 1)
     log(f"direction: {report['direction_s']} s")
 
@@ -149,9 +169,9 @@ def main():
         "s_generate": round(ro.s_generate, 1), "peak_gib": peak_gib(dev),
         "completion_mean": round(sum(map(len, ro.comps)) / len(ro.comps)), "chunk_rows": gen_stats["chunk_rows"],
         "chunks": -(-len(ro.comps) // gen_stats["chunk_rows"]), "decode_s": round(gen_stats["decode_s"], 1),
-        "ms_per_step": round(1e3 * (gen_stats["decode_s"] - gen_stats["capture_s"]) / steps, 2), "prefill_s": round(gen_stats["prefill_s"], 1),
-        "capture_s": round(gen_stats["capture_s"], 1), "captures": gen_stats["captures"], "fuse_s": round(gen_stats["fuse_s"], 1),
-        "attention": gen_stats["attention"],
+        "ms_per_step": round(1e3 * (gen_stats["decode_s"] - gen_stats["capture_s"]) / steps, 2),
+        "prefill_s": round(gen_stats["prefill_s"], 1), "capture_s": round(gen_stats["capture_s"], 1),
+        "captures": gen_stats["captures"], "fuse_s": round(gen_stats["fuse_s"], 1), "attention": gen_stats["attention"],
         "rewards_mean": round(sum(ro.rewards) / len(ro.rewards), 3)}
     log("generation", g); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     t0 = time.perf_counter(); stand_in_grader(ro.texts, ro.problems, ro.modes)
@@ -167,19 +187,24 @@ def main():
         try: row, _ = trainer.learn(1, ro if i == 0 else as_at_end_of_generation(ro, stand_in_grader))
         except Exception as e:
             report["errors"].append(f"{label}: {e!r}"[:300]); traceback.print_exc(); break
-        rec = {"arm": label, "s_grade": round(row["s_grade"], 2), "s_backward": round(row["s_backward"], 1), "s_optimizer": round(row["s_optimizer"], 2),
+        rec = {"arm": label, "s_grade": round(row["s_grade"], 2), "s_backward": round(row["s_backward"], 1),
+               "s_optimizer": round(row["s_optimizer"], 2),
                "peak_gib": peak_gib(dev), "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
         rec["update_s"] = round(g["s_generate"] + rec["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
-        if arm == "route2b": rec["update_with_refresh_s"] = round(rec["update_s"] + report["direction_s"] / cfg.refresh_every, 1)
+        if arm == "route2b":
+            rec["update_with_refresh_s"] = round(rec["update_s"] + report["direction_s"] / cfg.refresh_every, 1)
         report["arms"].append(rec)
         log(label, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     for base in [r for r in report["arms"] if r["arm"].startswith("vanilla")][:2]:
         for r in report["arms"]:
             if not r["arm"].startswith("vanilla"):
-                r["vs_vanilla"] = "; ".join(filter(None, [r.get("vs_vanilla"), f"update {r['update_s'] / base['update_s'] - 1:+.1%} (with the refresh "
-                                                         f"{r['update_with_refresh_s'] / base['update_s'] - 1:+.1%}), loss+backward "
-                                                         f"{r['s_backward'] / base['s_backward'] - 1:+.1%} vs {base['arm']}"]))
-    if a.profile:                                                               # last: the profiler slows the steps after it
+                r["vs_vanilla"] = "; ".join(filter(None, [
+                    r.get("vs_vanilla"),
+                    f"update {r['update_s'] / base['update_s'] - 1:+.1%} "
+                    f"(with the refresh {r['update_with_refresh_s'] / base['update_s'] - 1:+.1%}), "
+                    f"loss+backward {r['s_backward'] / base['s_backward'] - 1:+.1%} vs {base['arm']}"]))
+    # last: the profiler slows the steps after it
+    if a.profile:
         try: report["profile"] = profile_learn(trainer, ro, dev)
         except Exception as e: report["errors"].append(f"profile: {e!r}"[:300]); traceback.print_exc()
         log("learn profile", report.get("profile")); free_memory(dev)

@@ -19,7 +19,8 @@ trainer = Trainer(cfg, grader=grade_rollouts if sys.argv[2] == "no_cache" else N
 trainer.run()
 print("CACHE " + json.dumps({"hits": trainer.verdicts.hits, "misses": trainer.verdicts.misses}))
 '''
-PATHS = {"warm, cache": ({}, "cache"), "cold, cache": ({"GQ_SANDBOX": "cold"}, "cache"), "warm, no cache": ({}, "no_cache")}
+PATHS = {"warm, cache": ({}, "cache"), "cold, cache": ({"GQ_SANDBOX": "cold"}, "cache"),
+         "warm, no cache": ({}, "no_cache")}
 
 def run(name: str, work: Path) -> dict:
     env_extra, cache = PATHS[name]

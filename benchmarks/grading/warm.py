@@ -1,8 +1,8 @@
 """Grading cost on this machine: a fresh bubblewrap per program (old, `GQ_SANDBOX=cold`) against warm workers (new: one
 bubblewrap per worker whose zygote forks a fresh, isolated child per program), side by side on the same jobs.
 
-Workloads, as in `grading.py` beside it: the 119 canonical LeetCode solutions, a hostile mix, and pocket rollouts logged by
-a training run (their logged labels must come out again). Per workload:
+Workloads, as in `grading.py` beside it: the 119 canonical LeetCode solutions, a hostile mix, and pocket rollouts logged
+by a training run (their logged labels must come out again). Per workload:
 
 - serial: one `grade` per job in this process, the two paths alternated job by job (old-new, new-old, ...);
 - grade_many: the package's `grade_many` on `--workers` grading processes (default: every core), in a child process per
@@ -31,7 +31,8 @@ BATCH = """
 import pickle, sys, time
 import gradient_quarantine
 from gradient_quarantine.rewards import grade_many
-assert gradient_quarantine.__file__.startswith(sys.argv[3]), f"imported {gradient_quarantine.__file__}, not {sys.argv[3]}"
+assert gradient_quarantine.__file__.startswith(sys.argv[3]), \
+f"imported {gradient_quarantine.__file__}, not {sys.argv[3]}"
 jobs, timeout_s, workers = pickle.load(open(sys.argv[1], "rb"))
 grade_many(jobs[:workers], timeout_s=timeout_s, workers=workers)
 t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s, workers=workers); seconds = time.monotonic() - t0
@@ -52,7 +53,8 @@ def serial(jobs, timeout_s: float) -> dict:
     for i, job in enumerate(jobs):
         for arm in (list(ENVS) if i % 2 == 0 else list(ENVS)[::-1]):
             with mock.patch.dict(os.environ, ENVS[arm]):
-                t0 = time.monotonic(); g = grade(*job, timeout_s=timeout_s); out[arm]["wall"].append(time.monotonic() - t0)
+                t0 = time.monotonic(); g = grade(*job, timeout_s=timeout_s)
+                out[arm]["wall"].append(time.monotonic() - t0)
             out[arm]["grades"].append(g)
     return out
 
@@ -71,43 +73,54 @@ def verdicts(g, name: str) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workers", type=int, default=os.cpu_count(), help="grading processes for grade_many (default: every core)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count(),
+                    help="grading processes for grade_many (default: every core)")
     ap.add_argument("--rounds", type=int, default=2, help="grade_many batches per path and workload (ABBA order)")
-    ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts (64 each) in the timed pocket workload")
-    ap.add_argument("--timeout", type=float, default=30.0, help="wall limit per program of the canonical and pocket workloads and "
-                    "the replay, none of which hangs: generous, so that a loaded machine cannot time one out (the hostile mix: 3 s)")
+    ap.add_argument("--pocket-updates", type=int, default=5,
+                    help="updates of logged rollouts (64 each) in the timed pocket workload")
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="wall limit per program of the canonical and pocket workloads and the replay, none of which "
+                         "hangs: generous, so that a loaded machine cannot time one out (the hostile mix: 3 s)")
     ap.add_argument("--skip-replay", action="store_true", help="a quick run: no replay of every logged rollout")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
-    assert sandbox.engine_problem() is None and sandbox.warm_problem() is None, (sandbox.engine_problem(), sandbox.warm_problem())
+    assert sandbox.engine_problem() is None and sandbox.warm_problem() is None, (
+        sandbox.engine_problem(), sandbox.warm_problem())
     root = snapshot()
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
     canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test]
     names = list(HOSTILE) * 2
-    hostile = [(fenced(wrong_solution(p) + "\n" + HOSTILE[n]), p, modes[p.id]) for p, n in zip(test[:len(names)], names)]
+    hostile = [(fenced(wrong_solution(p) + "\n" + HOSTILE[n]), p, modes[p.id])
+               for p, n in zip(test[:len(names)], names)]
     pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
-    host = {"cpus": os.cpu_count(), "workers": args.workers, "loadavg_start": os.getloadavg(), "python": platform.python_version(),
-            "kernel": platform.release(), "timeout_s": args.timeout, "rounds": args.rounds, "pass_ms": pass_ms()}
+    host = {"cpus": os.cpu_count(), "workers": args.workers, "loadavg_start": os.getloadavg(),
+            "python": platform.python_version(), "kernel": platform.release(), "timeout_s": args.timeout,
+            "rounds": args.rounds, "pass_ms": pass_ms()}
     print(host, flush=True)
     rows = []
-    for name, jobs, timeout_s in (("119 canonical solutions", canon, args.timeout), (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
-                                  (f"pocket rollouts, updates 1-{args.pocket_updates} ({len(pocket)})", pocket, args.timeout)):
+    for name, jobs, timeout_s in (
+            ("119 canonical solutions", canon, args.timeout), (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
+            (f"pocket rollouts, updates 1-{args.pocket_updates} ({len(pocket)})", pocket, args.timeout)):
         t_start = time.monotonic()
         s = serial(jobs, timeout_s)
-        many = alternated({arm: (lambda env=env: batch(root, jobs, timeout_s, env, args.workers)) for arm, env in ENVS.items()},
-                          args.rounds)
+        many = alternated({arm: (lambda env=env: batch(root, jobs, timeout_s, env, args.workers))
+                           for arm, env in ENVS.items()}, args.rounds)
         kinds = names if name.startswith("hostile") else [""] * len(jobs)
         races = {}
-        for a, b, what in ((s["old"]["grades"], s["new"]["grades"], "serial"), (many["old"]["grades"], many["new"]["grades"], "grade_many"),
+        for a, b, what in ((s["old"]["grades"], s["new"]["grades"], "serial"),
+                           (many["old"]["grades"], many["new"]["grades"], "grade_many"),
                            (s["new"]["grades"], many["new"]["grades"], "new serial vs grade_many")):
             diff = [(k or j[1].id, x, y) for j, x, y, k in zip(jobs, a, b, kinds) if verdicts(x, k) != verdicts(y, k)]
             assert all(x.timed_out != y.timed_out for _, x, y in diff), f"{name}, {what}: the two disagree: {diff[:3]}"
             races[what] = [k for k, _, _ in diff]  # where one grading hit the time limit and the other did not
         if name.startswith("119"): assert all(g.gt_correct for g in s["new"]["grades"]), "a canonical solution failed"
-        elif name.startswith("hostile"): assert not any(g.gt_correct for g in s["new"]["grades"]), "a hostile program was judged correct"
+        elif name.startswith("hostile"):
+            assert not any(g.gt_correct for g in s["new"]["grades"]), "a hostile program was judged correct"
         else:
-            for arm in ENVS: check_logged(s[arm]["grades"], pocket_rows, f"{name}, {arm}"); check_logged(many[arm]["grades"], pocket_rows, name)
+            for arm in ENVS:
+                check_logged(s[arm]["grades"], pocket_rows, f"{name}, {arm}")
+                check_logged(many[arm]["grades"], pocket_rows, name)
         row = {"workload": name, "n": len(jobs), "timeout_s": timeout_s}
         for arm in ENVS:
             row[f"serial_ms_{arm}"] = round(statistics.mean(s[arm]["wall"]) * 1e3, 1)
@@ -124,39 +137,46 @@ def main():
     for arm in () if args.skip_replay else ("new", "old"):
         seconds, grades = batch(root, full, args.timeout, ENVS[arm], args.workers)
         check_logged(grades, full_rows, f"all logged rollouts, {arm}")
-        replay[arm] = {"seconds": round(seconds, 1), "programs_per_s": round(len(full) / seconds, 2), "labels_equal_logged": True}
+        replay[arm] = {"seconds": round(seconds, 1), "programs_per_s": round(len(full) / seconds, 2),
+                       "labels_equal_logged": True}
         print(arm, replay[arm], flush=True)
     host["replay"] = {"run": Path(args.rollouts).parent.name, "n": len(full), "labels": LOGGED_LABELS, **replay}
     host["loadavg_end"] = os.getloadavg()
     write(rows, host, args)
 
 def write(rows, host, args):
-    table = ["| workload | n | serial ms/program old | new | old/new | grade_many programs/s old | new | new/old |", "|" + "---|" * 8]
+    table = ["| workload | n | serial ms/program old | new | old/new | grade_many programs/s old | new | new/old |",
+             "|" + "---|" * 8]
     table += [f"| {r['workload']} | {r['n']} | {r['serial_ms_old']} | {r['serial_ms_new']} | {r['serial_ratio']}x | "
               f"{r['programs_per_s_old']} | {r['programs_per_s_new']} | {r['programs_per_s_ratio']}x |" for r in rows]
     rp, pm = host["replay"], host["pass_ms"]
     races = {r["workload"]: {k: v for k, v in r["timeout_races"].items() if v} for r in rows}
     races = {w: r for w, r in races.items() if r} or "none"
-    replayed = (f"Replay: all {rp['n']} logged rollouts of {rp['run']} through `grade_many` ({host['workers']} workers, "
-                f"{args.timeout:g} s per program): new {rp['new']['seconds']} s ({rp['new']['programs_per_s']}/s), old "
-                f"{rp['old']['seconds']} s ({rp['old']['programs_per_s']}/s); every label ({', '.join(rp['labels'])}) equal to "
+    replayed = (f"Replay: all {rp['n']} logged rollouts of {rp['run']} through `grade_many` "
+                f"({host['workers']} workers, {args.timeout:g} s per program): new {rp['new']['seconds']} s "
+                f"({rp['new']['programs_per_s']}/s), old {rp['old']['seconds']} s ({rp['old']['programs_per_s']}/s); "
+                f"every label ({', '.join(rp['labels'])}) equal to "
                 f"the logged one under both.") if "new" in rp else "Replay: not run (--skip-replay)."
     text = ("\n".join(table) + "\n\n"
-            f"Old: a fresh bubblewrap and interpreter per program (`GQ_SANDBOX=cold`); new: warm workers, one bubblewrap per worker "
-            f"whose zygote forks a fresh child per program into new mount, IPC, PID and network namespaces, fresh tmpfs and a "
-            f"fresh uid (`GQ_SANDBOX` unset). The grader around them is the working tree's in both.\n\n"
-            f"- serial ms/program: mean wall time of one `grade` (one or two sandbox runs) in this process, the paths alternated job "
-            f"by job;\n- grade_many programs/s: `grade_many` on {host['workers']} grading processes in a child process per batch, "
-            f"after a warm-up batch, {host['rounds']} batches per path in ABBA order; programs/s from the median batch.\n\n"
-            f"One sandbox run of `pass` (60 alternated): old {pm['old']['median']} ms median ({pm['old']['p90']} ms p90), "
-            f"new {pm['new']['median']} ms ({pm['new']['p90']} ms p90).\n\n"
-            f"Verdicts: every job graded the same by both paths, serially and with grade_many, except where one grading hit the "
-            f"time limit and the other did not (a race with the limit, not isolation; the hostile memory bomb's `timed_out` is not "
-            f"compared, it fills 1 GB in 1-2 s): {races}; all 119 canonical solutions gt_correct; no hostile program gt_correct; "
-            f"the timed pocket rollouts carry their logged labels under both.\n\n"
+            f"Old: a fresh bubblewrap and interpreter per program (`GQ_SANDBOX=cold`); new: warm workers, one "
+            f"bubblewrap per worker whose zygote forks a fresh child per program into new mount, IPC, PID and network "
+            f"namespaces, fresh tmpfs and a fresh uid (`GQ_SANDBOX` unset). The grader around them is the working "
+            f"tree's in both.\n\n"
+            f"- serial ms/program: mean wall time of one `grade` (one or two sandbox runs) in this process, the paths "
+            f"alternated job by job;\n- grade_many programs/s: `grade_many` on {host['workers']} grading processes in "
+            f"a child process per batch, after a warm-up batch, {host['rounds']} batches per path in ABBA order; "
+            f"programs/s from the median batch.\n\n"
+            f"One sandbox run of `pass` (60 alternated): old {pm['old']['median']} ms median "
+            f"({pm['old']['p90']} ms p90), new {pm['new']['median']} ms ({pm['new']['p90']} ms p90).\n\n"
+            f"Verdicts: every job graded the same by both paths, serially and with grade_many, except where one "
+            f"grading hit the time limit and the other did not (a race with the limit, not isolation; the hostile "
+            f"memory bomb's `timed_out` is not compared, it fills 1 GB in 1-2 s): {races}; all 119 canonical solutions "
+            f"gt_correct; no hostile program gt_correct; the timed pocket rollouts carry their logged labels "
+            f"under both.\n\n"
             f"{replayed}\n\n"
-            f"Host: {host['cpus']} CPUs, load average {host['loadavg_start'][0]:.2f} at the start and {host['loadavg_end'][0]:.2f} at "
-            f"the end (other jobs ran meanwhile), Python {host['python']}, kernel {host['kernel']}.\n")
+            f"Host: {host['cpus']} CPUs, load average {host['loadavg_start'][0]:.2f} at the start and "
+            f"{host['loadavg_end'][0]:.2f} at the end (other jobs ran meanwhile), Python {host['python']}, "
+            f"kernel {host['kernel']}.\n")
     print(text)
     here = Path(__file__).parent
     (here/"warm.md").write_text("# Grading cost: a fresh bubblewrap per program vs warm workers\n\n" + text)

@@ -24,13 +24,15 @@ def one_run(seed: int, run_dir: Path, path: str, a) -> dict:
     "One complete run on PATH; its wall time, exit code and timed-out share."
     graders = max(2, 2 * (os.cpu_count() or 1) // a.jobs)
     env = {**{k: v for k, v in os.environ.items() if k != "GQ_SANDBOX"}, **PATHS[path], "OMP_NUM_THREADS": "1",
-           "GQ_GRADE_WORKERS": str(graders), "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+           "GQ_GRADE_WORKERS": str(graders),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "gradient_quarantine.train", "--preset", a.preset, "--arm", "vanilla", "--seed",
            str(seed), "--run-dir", str(run_dir), *(["--steps", str(a.steps)] if a.steps else [])]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
     seconds = time.perf_counter() - t0
-    if done.returncode: return {"seed": seed, "returncode": done.returncode, "seconds": seconds, "stderr": done.stderr[-1500:]}
+    if done.returncode: return {"seed": seed, "returncode": done.returncode, "seconds": seconds,
+                                "stderr": done.stderr[-1500:]}
     rollouts = [json.loads(l) for l in gzip.open(run_dir/"rollouts.jsonl.gz", "rt")]
     evals = [json.loads((run_dir/"eval"/f"{s}.json").read_text()) for s in ("deploy", "trained")]
     timed_out = sum(r["timed_out"] for r in rollouts) / len(rollouts)
@@ -70,15 +72,18 @@ def main(a):
     name = "grid_throughput" if a.preset == "pocket" and not a.steps else f"grid_throughput_{a.preset}"
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out/f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
-    (a.out/f"{name}.md").write_text(f"# Grid throughput ({a.preset}, {a.jobs} runs side by side)\n\n" + "\n".join(rows) + "\n")
+    (a.out/f"{name}.md").write_text(f"# Grid throughput ({a.preset}, {a.jobs} runs side by side)\n\n"
+                                    + "\n".join(rows) + "\n")
     print("\n".join(rows))
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=24, help="runs per path"); ap.add_argument("--jobs", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=24, help="runs per path")
+    ap.add_argument("--jobs", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2, help="alternations of the paths (A B, then B A, ...)")
     ap.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS))
-    ap.add_argument("--preset", default="pocket"); ap.add_argument("--steps", type=int, default=0, help="0: the preset's")
+    ap.add_argument("--preset", default="pocket")
+    ap.add_argument("--steps", type=int, default=0, help="0: the preset's")
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--out", type=Path, default=Path(__file__).parent)
     main(ap.parse_args())

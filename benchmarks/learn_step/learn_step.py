@@ -1,10 +1,11 @@
-"""One learning micro-batch of the full preset on one GPU (random Qwen3-4B with knobs, bf16), side by side in one run: the forward
-with an explicit padding mask (as `token_logprobs` had it) against the causal-only forward it has now, on sequence lengths seen before
-and on fresh ones, and HF's RMSNorm ops against `fuse_rms_norms`.
+"""One learning micro-batch of the full preset on one GPU (random Qwen3-4B with knobs, bf16), side by side in one run:
+the forward with an explicit padding mask (as `token_logprobs` had it) against the causal-only forward it has now, on
+sequence lengths seen before and on fresh ones, and HF's RMSNorm ops against `fuse_rms_norms`.
 
-A micro-batch is what `Trainer.learn` runs per step: the knobs-off reference forward (no grad), the policy forward and the backward
-of the token loss (vanilla). Its rollouts are random ids, prompt 587 + completion 1536 tokens, right-padded: the rows of a micro-batch
-differ in length, as real rollouts do, and every micro-batch has a length no earlier one had, as in training.
+A micro-batch is what `Trainer.learn` runs per step: the knobs-off reference forward (no grad), the policy forward and
+the backward of the token loss (vanilla). Its rollouts are random ids, prompt 587 + completion 1536 tokens,
+right-padded: the rows of a micro-batch differ in length, as real rollouts do, and every micro-batch has a length no
+earlier one had, as in training.
 On the GPU machine, from the repository root (about 2 minutes):
     export PYTHONPATH=$PWD; python benchmarks/learn_step/learn_step.py --out benchmarks/learn_step/
 Writes learn_step.json and learn_step.md to --out; --quick checks the script on CPU with a tiny model.
@@ -41,7 +42,8 @@ def step(model, knobs, b, logprobs):
     (tl.sum() / 1e4).backward()
 
 def time_steps(model, knobs, bs, logprobs, dev) -> dict:
-    "Seconds per micro-batch over `bs` (after one warm-up micro-batch of a length none of them has), and the peak memory."
+    ("Seconds per micro-batch over `bs` (after one warm-up micro-batch of a length none of them has), "
+     "and the peak memory.")
     gpu.free_memory(dev)
     step(model, knobs, batches(model.config.vocab_size, 2, 16, 16, 1)[0].to(dev), logprobs); gpu.sync(dev)
     t0 = time.perf_counter()
@@ -57,21 +59,26 @@ def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
     (out/"learn_step.json").write_text(json.dumps(report, indent=1) + "\n")
     e, rows = report["env"], report["rows"]
-    med = {name: statistics.median(r["s_per_batch"] for r in rows if r["name"] == name) for name, _, _ in ROWS if any(r["name"] == name for r in rows)}
+    med = {name: statistics.median(r["s_per_batch"] for r in rows if r["name"] == name) for name, _, _ in ROWS
+           if any(r["name"] == name for r in rows)}
     lines = [f"# One learning micro-batch on {e['device']}", "",
-             f"Random Qwen3-4B configuration (bf16, knobs attached and moved off zero), {e['rows']} rollouts of prompt {e['prompt']} + completion "
-             f"{e['completion']} tokens (right-padded; the rows differ in length), {e['steps']} micro-batches per row of the table: the knobs-off "
+             f"Random Qwen3-4B configuration (bf16, knobs attached and moved off zero), {e['rows']} rollouts of prompt "
+             f"{e['prompt']} + completion {e['completion']} tokens (right-padded; the rows differ in length), "
+             f"{e['steps']} micro-batches per row of the table: the knobs-off "
              "reference forward, the policy forward and the backward of the token loss (vanilla).", "",
              f"The rows are timed in turn, {e['rounds']} rounds; the median over the rounds:", "",
              "| forward | median seconds per micro-batch | vs masked, fresh lengths |", "|---|---|---|",
              *[f"| {n} | {v:.3f} | {v / next(iter(med.values())):.2f}x |" for n, v in med.items()], "",
              "| round | forward | seconds per micro-batch | peak GiB |", "|---|---|---|---|",
              *[f"| {r['round']} | {r['name']} | {r['s_per_batch']} | {r['peak_gib']} |" for r in rows], "",
-             "- **masked**: the padding mask passed to the model, as `token_logprobs` did; SDPA then takes a backend that builds a plan for "
-             "every new sequence length. **causal**: no mask (`token_logprobs` now): right padding makes the causal mask alone exact.",
-             "- **fresh lengths**: every micro-batch has a length none before it had, as in training; **seen**: the same micro-batches again.",
+             "- **masked**: the padding mask passed to the model, as `token_logprobs` did; SDPA then takes a backend "
+             "that builds a plan for every new sequence length. **causal**: no mask (`token_logprobs` now): "
+             "right padding makes the causal mask alone exact.",
+             "- **fresh lengths**: every micro-batch has a length none before it had, as in training; "
+             "**seen**: the same micro-batches again.",
              "- **fused norms**: `fuse_rms_norms`, which the trainer applies on CUDA.",
-             f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; {report.get('seconds', 0):.0f} s in all."]
+             f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
+             f"{report.get('seconds', 0):.0f} s in all."]
     (out/"learn_step.md").write_text("\n".join(lines) + "\n")
 
 def main():
@@ -82,18 +89,22 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, short rollouts: checks the script")
     a = ap.parse_args()
     dev = torch.device("cpu" if a.quick else "cuda")
-    model = gpu.build(gpu.QUICK if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev, knobs=True)
+    model = gpu.build(gpu.QUICK if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev,
+                      knobs=True)
     knobs, shape = model._knobs, ((120, 60) if a.quick else (587, 1536))
-    report = {"env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)", "torch": torch.__version__,
-                      "transformers": transformers.__version__, "python": platform.python_version(), "rows": 2, "prompt": shape[0],
+    report = {"env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)",
+                      "torch": torch.__version__, "transformers": transformers.__version__,
+                      "python": platform.python_version(), "rows": 2, "prompt": shape[0],
                       "completion": shape[1], "steps": a.steps, "rounds": a.rounds}, "rows": []}
     bs, i = None, 0
     for rnd in range(a.rounds):
         for name, forward, lengths in ROWS:
-            if lengths == "fresh": bs = [b.to(dev) for b in batches(model.config.vocab_size, 2, *shape, a.steps, first=i * a.steps)]
+            if lengths == "fresh":
+                bs = [b.to(dev) for b in batches(model.config.vocab_size, 2, *shape, a.steps, first=i * a.steps)]
             i += 1
             if forward == "fused": fuse_rms_norms(model)
-            r = {"name": name, "round": rnd + 1, **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
+            r = {"name": name, "round": rnd + 1,
+                 **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
             for m in model.modules(): m.__dict__.pop("forward", None)          # the norms back to HF's ops
             report["rows"].append(r); gpu.log(r)
             write(Path(a.out), {**report, "seconds": time.perf_counter() - gpu.T0})

@@ -17,7 +17,8 @@ builds = [{"sha256": hashlib.sha256((work/f"build{b}"/"model.safetensors").read_
 row = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "steps": steps,
        "sha256": [b["sha256"] for b in builds], "identical": builds[0]["sha256"] == builds[1]["sha256"],
        "deterministic_algorithms": [b["card"]["deterministic_algorithms"] for b in builds],
-       "corpus_sha256": [b["card"]["corpus_sha256"] for b in builds], "seconds": [round(b["card"]["seconds"], 1) for b in builds]}
+       "corpus_sha256": [b["card"]["corpus_sha256"] for b in builds],
+       "seconds": [round(b["card"]["seconds"], 1) for b in builds]}
 (out/"pocket_build_twice.json").write_text(json.dumps(row, indent=1) + "\n")
 print(json.dumps(row, indent=1))
 PY

@@ -16,10 +16,11 @@ ap.add_argument("--deterministic", action="store_true")
 args = ap.parse_args()
 
 import torch
-from gradient_quarantine.pocket import (CorpusRecipe, TrainRecipe, build_corpus, deterministic_kernels, encode_corpus, pocket_model,
-                                        pocket_tokenizer, train_lm)
+from gradient_quarantine.pocket import (CorpusRecipe, TrainRecipe, build_corpus, deterministic_kernels, encode_corpus,
+                                        pocket_model, pocket_tokenizer, train_lm)
 
-if not torch.cuda.is_available(): raise SystemExit("needs a CUDA GPU: on CPU the training is checked bit for bit in nbs/08_pocket")
+if not torch.cuda.is_available():
+    raise SystemExit("needs a CUDA GPU: on CPU the training is checked bit for bit in nbs/08_pocket")
 if args.deterministic: deterministic_kernels()
 recipe = TrainRecipe(steps=args.steps)
 corpus = build_corpus(CorpusRecipe(seeds=(0,)))
@@ -37,13 +38,15 @@ def train_once() -> tuple[dict, float, float]:
 (first, loss1, s1), (second, loss2, s2) = train_once(), train_once()
 equal = sum(torch.equal(first[k], second[k]) for k in first)
 max_diff = max((first[k].float() - second[k].float()).abs().max().item() for k in first)
-row = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "deterministic_algorithms": args.deterministic, "steps": args.steps,
-       "tensors": len(first), "tensors_equal": equal, "max_abs_weight_diff": max_diff, "final_loss": [loss1, loss2], "seconds": [s1, s2]}
+row = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+       "deterministic_algorithms": args.deterministic, "steps": args.steps, "tensors": len(first),
+       "tensors_equal": equal, "max_abs_weight_diff": max_diff, "final_loss": [loss1, loss2], "seconds": [s1, s2]}
 name = "pocket_gpu_determinism" + ("_deterministic" if args.deterministic else "")
 out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
 (out/f"{name}.json").write_text(json.dumps(row, indent=1) + "\n")
 rows = [json.loads(f.read_text()) for f in sorted(out.glob("pocket_gpu_determinism*.json"))]
-table = "| " + " | ".join(row) + " |\n|" + "---|" * len(row) + "\n" + "".join("| " + " | ".join(str(r[k]) for k in row) + " |\n" for r in rows)
+table = ("| " + " | ".join(row) + " |\n|" + "---|" * len(row) + "\n"
+         + "".join("| " + " | ".join(str(r[k]) for k in row) + " |\n" for r in rows))
 note = "\n`seconds`: the two trainings in order, in one process; the first includes CUDA's warm-up.\n"
 (out/"pocket_gpu_determinism.md").write_text(f"# {__doc__.splitlines()[0]}\n\n{table}{note}")
 print(table)

@@ -33,13 +33,14 @@ def main():
         model = tiny_qwen3(vocab_size=512, hidden_size=hidden, layers=layers)
         knobs = attach_knobs(model, svd_cache=False)
         ids = torch.randint(0, 512, (B, T)); adv = torch.randn(B)
-        v = Direction({n: torch.nn.functional.normalize(torch.randn(1, l.deployed.shape[0]), dim=-1) for n, l in knobs.layers.items()}, "random")
+        v = Direction({n: torch.nn.functional.normalize(torch.randn(1, l.deployed.shape[0]), dim=-1)
+                       for n, l in knobs.layers.items()}, "random")
         band = Band({n: -0.05 for n in knobs.names}, {n: 0.05 for n in knobs.names})
         arms = {"plain": lambda: None, "route per-rollout": lambda: Router(knobs, BandGate(v, band), "rollout"),
                 "route per-token": lambda: Router(knobs, BandGate(v, band), "token")}
         for arm, make in arms.items(): timed_backward(model, knobs, ids, adv, make())           # warm-up
         times = {arm: [] for arm in arms}
-        for _ in range(REPEATS):                                                                 # interleaved, side by side
+        for _ in range(REPEATS):   # interleaved, side by side
             for arm, make in arms.items(): times[arm].append(timed_backward(model, knobs, ids, adv, make())[0])
         med = {arm: statistics.median(t) for arm, t in times.items()}
         rows.append({"hidden": hidden, "layers": layers, "batch": B, "seq": T, "knob_params": knobs.n_params(),
@@ -47,11 +48,14 @@ def main():
                      "per-rollout / plain": round(med["route per-rollout"] / med["plain"], 2),
                      "per-token / plain": round(med["route per-token"] / med["plain"], 2)})
     cols = list(rows[0])
-    table = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n" + "\n".join("| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows)
-    text = table + f"\n\nBackward pass only (forward excluded), median of {REPEATS} interleaved repeats, {os.cpu_count()} CPUs, torch {torch.__version__}, Python {platform.python_version()}.\n"
+    table = ("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
+             + "\n".join("| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows))
+    text = table + (f"\n\nBackward pass only (forward excluded), median of {REPEATS} interleaved repeats, "
+                    f"{os.cpu_count()} CPUs, torch {torch.__version__}, Python {platform.python_version()}.\n")
     print(text)
     here = Path(__file__).parent
     (here/"routing_overhead.md").write_text("# Routing overhead (CPU)\n\n" + text)
-    (here/"routing_overhead.json").write_text(json.dumps({"rows": rows, "cpus": os.cpu_count(), "torch": torch.__version__}, indent=1) + "\n")
+    (here/"routing_overhead.json").write_text(
+        json.dumps({"rows": rows, "cpus": os.cpu_count(), "torch": torch.__version__}, indent=1) + "\n")
 
 if __name__ == "__main__": main()

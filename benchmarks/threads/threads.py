@@ -174,7 +174,8 @@ def main():
              f"route2b, seed 43, {a.steps} updates and evaluation on {a.eval_n} test problems per run, each run in a "
              "fresh process; medians over the clean updates (each run's first aside) and the clean evaluations (other "
              f"processes used at most {a.foreign_limit} CPU s per second beside them). Loaded: beside busy processes "
-             f"(`python -c \"while True: pass\"`). `python benchmarks/threads/threads.py` took {meta['minutes']} minutes.", "",
+             f"(`python -c \"while True: pass\"`). `python benchmarks/threads/threads.py` took "
+             f"{meta['minutes']} minutes.", "",
              *table(rows), ""]
     Path(a.out, "threads.md").write_text("\n".join(lines))
     Path(a.out, "threads.json").write_text(json.dumps({"meta": meta, "summary": rows, "runs": runs}, indent=1) + "\n")
