@@ -85,8 +85,8 @@ LOGIT_CHUNK_BYTES = 1 << 28                     # fp32 logits per chunk: 256 MiB
 
 class TargetLogprobs(torch.autograd.Function):
     ("log softmax(h W^T)[y] for each row of h (N, d) and target y (N,), `rows` rows at a time; the backward "
-     "recomputes each chunk's logits.\n")
-    "The backward's softmax runs only on rows whose gradient is not zero (the others' d loss / d z is zero)."
+     "recomputes each chunk's logits. Its softmax runs only on rows whose gradient is not zero (the others' "
+     "d loss / d z is zero).")
     @staticmethod
     def forward(ctx, h, weight, targets, rows: int):
         out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)                   # (N,)
