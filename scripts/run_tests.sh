@@ -17,6 +17,7 @@ echo "== the repository's site, built and checked in headless Chromium"
 python -m gradient_quarantine.site --out "$site/_site" --check 2>&1 | tee -a "$log"
 pages=${PIPESTATUS[0]}
 
+echo "the notebooks and the site took $SECONDS s"
 python - "$log" "$notebooks" "$pages" <<'PY'
 import re, sys
 text, notebooks, pages = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
