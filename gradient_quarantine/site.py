@@ -14,7 +14,8 @@ __all__ = ['PAGE_SUFFIXES', 'PLOTLY_MIME', 'COPY_JS', 'MENU_JS', 'SEARCH_JS', 'R
            'serve', 'check_pages', 'print_pdf', 'pdf_pages', 'page_problems', 'check_site', 'main']
 
 # %% ../nbs/91_site.ipynb #90d5b7ae
-import argparse, contextlib, copy, fnmatch, functools, html, http.server, importlib.resources, importlib.util, itertools, json, math
+import argparse, contextlib, copy, fnmatch, functools, html, http.server, importlib.resources, importlib.util, \
+    itertools, json, math
 import os, posixpath, re, shutil, threading
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
@@ -32,7 +33,8 @@ def load_config(root) -> dict:
     return yaml.safe_load(p.read_text()) or {}
 
 def page_out(src: str) -> str:
-    "Where page `src` (posix path relative to the root) lands in the site: `README.md` -> `index.html`, `nbs/a.ipynb` -> `nbs/a.html`."
+    ("Where page `src` (posix path relative to the root) lands in the site: `README.md` -> `index.html`, "
+     "`nbs/a.ipynb` -> `nbs/a.html`.")
     p = PurePosixPath(src)
     if p.stem.lower() == "readme" and p.suffix.lower() == ".md": p = p.with_name("index.md")
     return str(p.with_suffix(".html"))
@@ -40,7 +42,8 @@ def page_out(src: str) -> str:
 def _norm(path: str) -> str: return posixpath.normpath(str(path).strip().removeprefix("./"))
 
 def list_pages(root, cfg: dict) -> list[str]:
-    "The pages `project.render` of `cfg` lists, as posix paths relative to `root`, in order; raises naming every entry that matches no file."
+    ("The pages `project.render` of `cfg` lists, as posix paths relative to `root`, in order; "
+     "raises naming every entry that matches no file.")
     root, render = Path(root), (cfg.get("project") or {}).get("render")
     if not render: raise ValueError("_quarto.yml has no project.render list of pages")
     pages, missing = [], []
@@ -50,13 +53,17 @@ def list_pages(root, cfg: dict) -> list[str]:
         entry = _norm(entry)
         if any(c in entry for c in "*?["):
             found = sorted(p.relative_to(root).as_posix() for p in root.glob(entry)
-                           if p.is_file() and not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
+                           if p.is_file()
+                           and not any(part.startswith(("_", ".")) for part in p.relative_to(root).parts))
         else: found = [entry] if (root/entry).is_file() else []
         if not found: missing.append(entry)
         for p in found:
-            if not p.endswith(PAGE_SUFFIXES): raise ValueError(f"_quarto.yml lists {p!r}, which is not a page ({', '.join(PAGE_SUFFIXES)})")
+            if not p.endswith(PAGE_SUFFIXES):
+                raise ValueError(f"_quarto.yml lists {p!r}, which is not a page ({', '.join(PAGE_SUFFIXES)})")
             if p not in pages: pages.append(p)
-    if missing: raise FileNotFoundError(f"_quarto.yml lists pages that do not exist under {root.resolve()}: {', '.join(missing)}")
+    if missing:
+        raise FileNotFoundError(f"_quarto.yml lists pages that do not exist under {root.resolve()}: "
+                                f"{', '.join(missing)}")
     outs = {}
     for p in pages:
         if page_out(p) in outs: raise ValueError(f"{outs[page_out(p)]} and {p} would both be written to {page_out(p)}")
@@ -67,7 +74,8 @@ def list_pages(root, cfg: dict) -> list[str]:
 _DIRECTIVE = re.compile(r"^\s*#\|(.*)$")
 
 def directives(source: str) -> dict:
-    "The `#| key: value` / `#| flag [args]` directive lines of a cell's `source`, as {key: value}; a bare flag maps to True."
+    ("The `#| key: value` / `#| flag [args]` directive lines of a cell's `source`, as {key: value}; "
+     "a bare flag maps to True.")
     d = {}
     for line in source.splitlines():
         m = _DIRECTIVE.match(line)
@@ -140,7 +148,8 @@ def footnotes(nb) -> "nbformat.NotebookNode":
 # %% ../nbs/91_site.ipynb #d6a5383c
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 _REMOTE = r"""(?:https?:)?//"""
-_REMOTE_TAG = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?""" + _REMOTE + r""".*?</script\s*>|<link\b[^>]*\bhref\s*=\s*["']?""" + _REMOTE + r"""[^>]*>""", re.I | re.S)
+_REMOTE_TAG = re.compile(r"""<script\b[^>]*\bsrc\s*=\s*["']?""" + _REMOTE + r""".*?</script\s*>|"""
+                         r"""<link\b[^>]*\bhref\s*=\s*["']?""" + _REMOTE + r"""[^>]*>""", re.I | re.S)
 _INLINE_SCRIPT = re.compile(r"<script\b[^>]*>(.*?)</script\s*>", re.I | re.S)
 
 def _json_for_script(obj) -> str:
@@ -153,15 +162,20 @@ def plotly_html(fig: dict, div_id: str) -> str:
     height = spec["layout"].get("height") or 450
     return (f'<div id="{div_id}" class="plotly-graph-div" style="width:100%;height:{int(height)}px"></div>\n'
             f'<script>(function(){{var f = {_json_for_script(spec)};\n'
-            f'Plotly.newPlot("{div_id}", f.data, f.layout, Object.assign({{responsive: true}}, f.config));}})();</script>')
+            f'Plotly.newPlot("{div_id}", f.data, f.layout, Object.assign({{responsive: true}}, f.config));'
+            '})();</script>')
 
 def strip_remote(fragment: str) -> str:
-    "`fragment` without `<script src>` / `<link href>` tags that point off the machine, nor inline scripts that configure a remote loader (require.js paths)."
+    ("`fragment` without `<script src>` / `<link href>` tags that point off the machine, "
+     "nor inline scripts that configure a remote loader (require.js paths).")
     fragment = _REMOTE_TAG.sub("", fragment)
-    return _INLINE_SCRIPT.sub(lambda m: "" if re.search(_REMOTE + r"[^\s'\"]*", m.group(1)) and re.search(r"require(js)?\.config|\.src\s*=|import\(", m.group(1)) else m.group(0), fragment)
+    return _INLINE_SCRIPT.sub(lambda m: "" if re.search(_REMOTE + r"[^\s'\"]*", m.group(1))
+                                              and re.search(r"require(js)?\.config|\.src\s*=|import\(", m.group(1))
+                                         else m.group(0), fragment)
 
 def offline_outputs(outputs: list, ids=None) -> list:
-    "`outputs` with plotly JSON turned into a `text/html` div + `Plotly.newPlot` (div ids `plot-N`, N from `ids`), plotly init outputs dropped and remote tags stripped from HTML."
+    ("`outputs` with plotly JSON turned into a `text/html` div + `Plotly.newPlot` (div ids `plot-N`, N from `ids`), "
+     "plotly init outputs dropped and remote tags stripped from HTML.")
     res, ids = [], ids if ids is not None else itertools.count(1)
     for o in outputs:
         data = o.get("data", {})
@@ -176,7 +190,8 @@ def offline_outputs(outputs: list, ids=None) -> list:
 
 # %% ../nbs/91_site.ipynb #e9bacbc8
 _RESOURCE_TAGS = {"script", "link", "img", "iframe", "source", "embed", "object", "audio", "video", "track"}
-_CDN_URL = re.compile(r"(?:https?:)?//[\w.-]*\bcdn\b[\w./-]*|(?:https?:)?//(?:cdn\.plot\.ly|cdnjs\.|unpkg\.com|cdn\.jsdelivr)[\w./-]*", re.I)
+_CDN_URL = re.compile(r"(?:https?:)?//[\w.-]*\bcdn\b[\w./-]*|"
+                      r"(?:https?:)?//(?:cdn\.plot\.ly|cdnjs\.|unpkg\.com|cdn\.jsdelivr)[\w./-]*", re.I)
 
 class _Refs(HTMLParser):
     def __init__(self):
@@ -184,9 +199,11 @@ class _Refs(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if tag in _RESOURCE_TAGS:
             for k, v in attrs:
-                if k in ("src", "href", "data", "srcset") and v and (re.match(r"\s*(?:https?:)?//", v, re.I) or "cdn" in v.lower()):
+                if (k in ("src", "href", "data", "srcset") and v
+                        and (re.match(r"\s*(?:https?:)?//", v, re.I) or "cdn" in v.lower())):
                     self.bad.append(f"<{tag} {k}={v!r}>")
-        self._in_script = tag == "script" and dict(attrs).get("type", "text/javascript") in ("text/javascript", "module", "")
+        self._in_script = (tag == "script"
+                           and dict(attrs).get("type", "text/javascript") in ("text/javascript", "module", ""))
     def handle_endtag(self, tag): self._in_script = False
     def handle_data(self, data):
         if self._in_script: self.bad += [f"script text: {u}" for u in _CDN_URL.findall(data)]
@@ -207,7 +224,8 @@ def _front_matter(text: str) -> tuple[dict, str]:
     return (meta if isinstance(meta, dict) else {}), text[m.end():]
 
 def render_markdown(text: str) -> str:
-    "HTML of markdown `text` (front matter dropped): the `markdown` package if installed, else nbconvert's mistune filter."
+    ("HTML of markdown `text` (front matter dropped): the `markdown` package if installed, "
+     "else nbconvert's mistune filter.")
     text = _front_matter(text)[1]
     try: import markdown
     except ImportError:
@@ -218,7 +236,8 @@ def render_markdown(text: str) -> str:
 
 def page_title(src: str, content) -> str:
     "The title of page `src`: front matter `title`, else its first `# ` heading, else its file name."
-    texts = [content] if isinstance(content, str) else [c.source for c in content.cells if c.cell_type in ("markdown", "raw")][:3]
+    texts = ([content] if isinstance(content, str)
+             else [c.source for c in content.cells if c.cell_type in ("markdown", "raw")][:3])
     for t in texts:
         meta, body = _front_matter(t)
         if meta.get("title"): return str(meta["title"])
@@ -229,7 +248,8 @@ def page_title(src: str, content) -> str:
 def _is_external(url: str) -> bool: return bool(re.match(r"^(?:[a-zA-Z][\w+.-]*:|//|#)", url)) or not url
 
 def resolve_link(url: str, src: str) -> str:
-    "`url` written in page `src`, pointed at the built site: relative links to `.ipynb`/`.md`/`.qmd` become their `.html` (README.md -> index.html)."
+    ("`url` written in page `src`, pointed at the built site: relative links to `.ipynb`/`.md`/`.qmd` "
+     "become their `.html` (README.md -> index.html).")
     if _is_external(url): return url
     path, hash_, frag = url.partition("#")
     if not path.lower().endswith(PAGE_SUFFIXES): return url
@@ -239,7 +259,8 @@ def resolve_link(url: str, src: str) -> str:
 _LINK = re.compile(r"""(<(a|img|source)\b[^>]*?\s(href|src)\s*=\s*)(["'])(.*?)\4""", re.I | re.S)
 
 def rewrite_links(body: str, src: str, root=None, out=None) -> str:
-    "`body` of page `src` with page links resolved (`resolve_link`); with `root` and `out`, local files that `img`/`source` tags use are copied into `out`."
+    ("`body` of page `src` with page links resolved (`resolve_link`); with `root` and `out`, "
+     "local files that `img`/`source` tags use are copied into `out`.")
     def sub(m):
         url = html.unescape(m.group(5))
         if m.group(2).lower() == "a": url = resolve_link(url, src)
@@ -260,26 +281,32 @@ def _nav_item(item, pages: list, titles: dict, root) -> dict:
         kids = [{"href": p} for p in pages] if kids == "auto" else kids
         return {"text": str(item.get("section") or item.get("title") or item.get("text") or ""), "href": None,
                 "items": [_nav_item(k, pages, titles, root) for k in kids]}
-    if item.get("auto") or item == {"href": "auto"}: return {"text": "", "href": None, "items": [_nav_item(p, pages, titles, root) for p in pages]}
+    if item.get("auto") or item == {"href": "auto"}:
+        return {"text": "", "href": None, "items": [_nav_item(p, pages, titles, root) for p in pages]}
     href = str(item.get("href") or item.get("file") or "")
     if href and not _is_external(href):
         path = _norm(href.partition("#")[0])
         if path not in pages and not (Path(root)/path).is_file():
-            raise FileNotFoundError(f"_quarto.yml navigation links to {href!r}, which is neither a rendered page nor a file under {Path(root).resolve()}")
+            raise FileNotFoundError(f"_quarto.yml navigation links to {href!r}, which is neither a rendered page "
+                                    f"nor a file under {Path(root).resolve()}")
         if path not in pages and path.endswith(PAGE_SUFFIXES):
             raise ValueError(f"_quarto.yml navigation links to {href!r}, which project.render does not list")
         href = path + href[len(href.partition("#")[0]):]
-    return {"text": str(item.get("text") or titles.get(_norm(href.partition("#")[0]) if href else "", "") or PurePosixPath(href).stem or "?"), "href": href, "items": []}
+    return {"text": str(item.get("text") or titles.get(_norm(href.partition("#")[0]) if href else "", "")
+                        or PurePosixPath(href).stem or "?"),
+            "href": href, "items": []}
 
 def site_nav(cfg: dict, pages: list, titles: dict, root) -> dict:
-    "{'title', 'left', 'right', 'sidebars'}: the navigation of `cfg`'s `website`, items as {'text', 'href' (source path or URL), 'items'}."
+    ("{'title', 'left', 'right', 'sidebars'}: the navigation of `cfg`'s `website`, "
+     "items as {'text', 'href' (source path or URL), 'items'}.")
     web = cfg.get("website") or {}
     bar, side = web.get("navbar") or {}, web.get("sidebar") or []
     sides = side if isinstance(side, list) else [side]
     return {"title": str(web.get("title") or (cfg.get("project") or {}).get("title") or ""),
             "left": [_nav_item(i, pages, titles, root) for i in bar.get("left") or []],
             "right": [_nav_item(i, pages, titles, root) for i in bar.get("right") or []],
-            "sidebars": [_nav_item({"section": s.get("title", ""), "contents": s.get("contents") or []} if isinstance(s, dict) else s, pages, titles, root) for s in sides]}
+            "sidebars": [_nav_item({"section": s.get("title", ""), "contents": s.get("contents") or []}
+                                   if isinstance(s, dict) else s, pages, titles, root) for s in sides]}
 
 def nav_files(nav: dict, pages: list) -> list[str]:
     "The local non-page files the navigation links to (copied into the site)."
@@ -300,7 +327,9 @@ def _nav_list(items, page, pages, cls) -> str:
     lis = []
     for i in items:
         text = html.escape(i["text"])
-        if i["items"]: lis.append(f'<li class="section"><span class="section-title">{text}</span>{_nav_list(i["items"], page, pages, "")}</li>')
+        if i["items"]:
+            lis.append(f'<li class="section"><span class="section-title">{text}</span>'
+                       f'{_nav_list(i["items"], page, pages, "")}</li>')
         else:
             cur = ' class="active" aria-current="page"' if i["href"] == page else ""
             lis.append(f'<li><a href="{html.escape(_href(i["href"], page, pages))}"{cur}>{text}</a></li>')
@@ -319,8 +348,11 @@ def nav_html(nav: dict, page: str, pages: list) -> tuple[str, str]:
     return bar, (f'<nav class="sidebar">{side}</nav>' if side else "")
 
 # %% ../nbs/91_site.ipynb #b0c9781e
-_REQUIRE_SHIM = ("window.require = window.require || function (deps, cb) { if (cb) cb.apply(null, [].concat(deps).map(function (d) { return d === 'plotly' ? window.Plotly : undefined; })); };\n"
-                 "window.requirejs = window.requirejs || window.require; window.require.config = window.require.config || function () {}; window.require.undef = window.require.undef || function () {};")
+_REQUIRE_SHIM = ("window.require = window.require || function (deps, cb) { if (cb) cb.apply(null, "
+                 "[].concat(deps).map(function (d) { return d === 'plotly' ? window.Plotly : undefined; })); };\n"
+                 "window.requirejs = window.requirejs || window.require; "
+                 "window.require.config = window.require.config || function () {}; "
+                 "window.require.undef = window.require.undef || function () {};")
 
 def plotly_js() -> Path:
     "The plotly.js bundled with the installed `plotly` package."
@@ -337,12 +369,14 @@ _CSS = """
 *{box-sizing:border-box}
  body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212529}
 a{color:#2780e3;text-decoration:none} a:hover{text-decoration:underline}
-.navbar{display:flex;flex-wrap:wrap;align-items:center;gap:.4rem 1.5rem;padding:.6rem 1.5rem;background:#2780e3;position:sticky;top:0;z-index:10}
+.navbar{display:flex;flex-wrap:wrap;align-items:center;gap:.4rem 1.5rem;padding:.6rem 1.5rem;background:#2780e3;\
+position:sticky;top:0;z-index:10}
 .navbar a{color:#fff} .navbar .brand{font-weight:600;font-size:1.15rem}
  .navbar ul{list-style:none;display:flex;gap:1rem;margin:0;padding:0}
 .navbar .nav-right{margin-left:auto} .navbar a.active{text-decoration:underline}
 .layout{display:flex;align-items:flex-start;max-width:1400px;margin:0 auto}
-.sidebar{flex:0 0 240px;padding:1rem;position:sticky;top:3.2rem;max-height:calc(100vh - 3.2rem);overflow:auto;font-size:.9rem}
+.sidebar{flex:0 0 240px;padding:1rem;position:sticky;top:3.2rem;max-height:calc(100vh - 3.2rem);overflow:auto;\
+font-size:.9rem}
 .sidebar ul{list-style:none;padding-left:.8rem;margin:.2rem 0} .sidebar>ul{padding-left:0}
  .sidebar .section-title{font-weight:600}
 .sidebar a.active{font-weight:600;color:#1a5aa0}
@@ -362,7 +396,8 @@ th,td{border:1px solid #dee2e6;padding:.3rem .6rem}
 .MJX_Assistive_MathML *{font-family:inherit!important}
 .content :not(pre)>code,.content h1,.content h2,.content h3,.content p,.content li{overflow-wrap:anywhere}
 .byline{color:#555;margin-top:-.4rem}
-.pager{display:flex;justify-content:space-between;gap:1rem;margin-top:3rem;padding-top:1rem;border-top:1px solid #dee2e6}
+.pager{display:flex;justify-content:space-between;gap:1rem;margin-top:3rem;padding-top:1rem;\
+border-top:1px solid #dee2e6}
 .source{font-size:.85rem;color:#555} pre{position:relative}
  button.copy{position:absolute;top:.3rem;right:.3rem;font-size:.7rem;
  padding:.1rem .4rem;border:1px solid #ccc;border-radius:3px;background:#fff;color:#555;cursor:pointer}
@@ -424,25 +459,30 @@ def _execute_flag(meta) -> bool | None:
     return bool(ex["enabled"]) if isinstance(ex, dict) and "enabled" in ex else None
 
 def notebook_front_matter(nb) -> dict:
-    "A notebook's YAML front matter: its first cell when that is a raw cell holding `---`-delimited YAML, as Quarto reads it; else {}."
+    ("A notebook's YAML front matter: its first cell when that is a raw cell holding `---`-delimited YAML, "
+     "as Quarto reads it; else {}.")
     if nb.cells and nb.cells[0].cell_type == "raw":
         m = _FRONT.match(nb.cells[0].source.strip() + "\n")
         if m: return yaml.safe_load(m.group(1)) or {}
     return {}
 
 def executes(src: str, root, nb=None) -> bool:
-    "Whether notebook page `src` runs at build time: `execute.enabled` of its front matter, else of the nearest `_metadata.yml` from its folder up to `root`; off by default."
+    ("Whether notebook page `src` runs at build time: `execute.enabled` of its front matter, "
+     "else of the nearest `_metadata.yml` from its folder up to `root`; off by default.")
     if not src.endswith(".ipynb"): return False
     flag = _execute_flag(notebook_front_matter(nb)) if nb is not None else None
     if flag is not None: return flag
     root = Path(root).resolve(); folder = (root/src).parent
     while True:
-        if (folder/"_metadata.yml").is_file() and (flag := _execute_flag(yaml.safe_load((folder/"_metadata.yml").read_text()))) is not None: return flag
+        if ((folder/"_metadata.yml").is_file()
+                and (flag := _execute_flag(yaml.safe_load((folder/"_metadata.yml").read_text()))) is not None):
+            return flag
         if folder == root or folder == folder.parent: return False
         folder = folder.parent
 
 def execute_page(nb, path, timeout_s: int = 900):
-    "Run a copy of notebook `nb` (the page at `path`) in its folder with a fresh kernel; a failing cell raises naming the page."
+    ("Run a copy of notebook `nb` (the page at `path`) in its folder with a fresh kernel; "
+     "a failing cell raises naming the page.")
     from nbclient.exceptions import CellExecutionError
     from gradient_quarantine.papermill_kernels import execute_notebook
     nb = copy.deepcopy(nb)
@@ -462,7 +502,8 @@ def page_footer(src: str, pages: list, titles: dict) -> str:
     "Previous / next links in render order and a link to the page's source under `_sources/`."
     if src not in pages: return ""
     here, i = posixpath.dirname(page_out(src)) or ".", pages.index(src)
-    link = lambda p, label: f'<a href="{posixpath.relpath(page_out(p), here)}">{label}: {html.escape(titles.get(p, p))}</a>'
+    link = lambda p, label: (f'<a href="{posixpath.relpath(page_out(p), here)}">'
+                             f'{label}: {html.escape(titles.get(p, p))}</a>')
     prev = link(pages[i - 1], "Previous") if i > 0 else "<span></span>"
     nxt = link(pages[i + 1], "Next") if i + 1 < len(pages) else "<span></span>"
     source = posixpath.relpath(f"_sources/{src}", here)
@@ -474,7 +515,10 @@ def _slug(text: str) -> str: return re.sub(r"[^\w-]+", "-", text).strip("-") or 
 
 def _heading_ids(body: str) -> str:
     "Give headings without an `id` one (markdown pages; nbconvert already adds them to notebooks)."
-    return re.sub(r"<h([1-6])>(.*?)</h\1>", lambda m: f'<h{m.group(1)} id="{_slug(re.sub("<[^>]+>", "", m.group(2)))}">{m.group(2)}</h{m.group(1)}>', body, flags=re.S)
+    return re.sub(r"<h([1-6])>(.*?)</h\1>",
+                  lambda m: (f'<h{m.group(1)} id="{_slug(re.sub("<[^>]+>", "", m.group(2)))}">'
+                             f'{m.group(2)}</h{m.group(1)}>'),
+                  body, flags=re.S)
 
 def toc_html(body: str) -> str:
     "A table of contents of the `##`/`###` headings of `body` that carry an `id` ('' when there are none)."
@@ -482,22 +526,27 @@ def toc_html(body: str) -> str:
     for lvl, hid, inner in re.findall(r"""<h([23])\b[^>]*?\bid=["']([^"']+)["'][^>]*>(.*?)</h\1>""", body, re.S):
         text = html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<a class="anchor-link".*?</a>', "", inner))).strip()
         items.append(f'<li class="toc-h{lvl}"><a href="#{hid}">{html.escape(text)}</a></li>')
-    return f'<aside class="toc"><div class="toc-title">On this page</div><ul>{"".join(items)}</ul></aside>' if items else ""
+    return (f'<aside class="toc"><div class="toc-title">On this page</div><ul>{"".join(items)}</ul></aside>'
+            if items else "")
 
 def render_page(src: str, root, exporter=None, nb=None) -> str:
-    "The HTML body of page `src` under `root`: a notebook through nbconvert (as stored, or `nb`: its executed copy; see `prepare_notebook`), markdown through `render_markdown`."
+    ("The HTML body of page `src` under `root`: a notebook through nbconvert (as stored, or `nb`: its executed copy; "
+     "see `prepare_notebook`), markdown through `render_markdown`.")
     path = Path(root)/src
     if src.endswith(".ipynb"):
-        exporter = exporter or HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
+        exporter = exporter or HTMLExporter(template_name="basic", exclude_input_prompt=True,
+                                            exclude_output_prompt=True)
         nb = nb if nb is not None else nbformat.read(path, as_version=4)
-        if notebook_front_matter(nb): nb = copy.copy(nb); nb.cells = nb.cells[1:]        # front matter configures, it is not content
+        # front matter configures, it is not content
+        if notebook_front_matter(nb): nb = copy.copy(nb); nb.cells = nb.cells[1:]
         body, _ = exporter.from_notebook_node(prepare_notebook(nb))
     else: body = _heading_ids(render_markdown(path.read_text(encoding="utf-8")))
     return body
 
 def page_html(body: str, src: str, title: str, nav: dict, pages: list, toc: bool = True,
               titles: dict | None = None) -> str:
-    "The full page of `src`: shell, stylesheet, navigation, optional TOC; plotly.js and MathJax only where a figure or TeX is."
+    ("The full page of `src`: shell, stylesheet, navigation, optional TOC; "
+     "plotly.js and MathJax only where a figure or TeX is.")
     rel = posixpath.relpath("assets", posixpath.dirname(page_out(src)) or ".")
     bar, side = nav_html(nav, src, pages)
     plotly = ""
@@ -505,9 +554,12 @@ def page_html(body: str, src: str, title: str, nav: dict, pages: list, toc: bool
         plotly = f'<script src="{rel}/plotly.min.js"></script>\n<script>{_REQUIRE_SHIM}</script>\n'
     if has_math(body): plotly += mathjax_tags(rel)
     full_title = html.escape(title + (f" – {nav['title']}" if nav["title"] and nav["title"] != title else ""))
-    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f'<title>{full_title}</title>\n<link rel="icon" href="data:,">\n<link rel="stylesheet" href="{rel}/site.css">\n{plotly}</head>\n'
-            f'<body>\n{bar}\n<div class="layout">\n{side}\n{toc_html(body) if toc else ""}\n<main class="content">\n{body}\n{page_footer(src, pages, titles or {})}\n</main>\n</div>\n'
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f'<title>{full_title}</title>\n<link rel="icon" href="data:,">\n'
+            f'<link rel="stylesheet" href="{rel}/site.css">\n{plotly}</head>\n'
+            f'<body>\n{bar}\n<div class="layout">\n{side}\n{toc_html(body) if toc else ""}\n<main class="content">\n'
+            f'{body}\n{page_footer(src, pages, titles or {})}\n</main>\n</div>\n'
             f'<script>{COPY_JS}\n{MENU_JS}</script>\n</body>\n</html>\n')
 
 # %% ../nbs/91_site.ipynb #49df0454
@@ -535,7 +587,8 @@ SEARCH_JS = r"""(function () {
 def write_search(out, docs: dict, titles: dict, nav: dict, pages: list) -> Path:
     "Write `assets/search-index.js` from DOCS ({page: body html}) and the search page; returns the search page."
     index = [{"url": page_out(p), "title": titles[p], "text": page_text(body)} for p, body in docs.items()]
-    (Path(out)/"assets"/"search-index.js").write_text(f"window.GQ_SEARCH_INDEX = {json.dumps(index)};\n", encoding="utf-8")
+    (Path(out)/"assets"/"search-index.js").write_text(f"window.GQ_SEARCH_INDEX = {json.dumps(index)};\n",
+                                                      encoding="utf-8")
     body = ('<h1>Search</h1>\n<p><input id="q" type="search" placeholder="words to find" autofocus></p>\n'
             '<ol id="hits"></ol>\n<script src="assets/search-index.js"></script>\n'
             f'<script>{SEARCH_JS}</script>')
@@ -563,12 +616,13 @@ def run_page(src: str, root, nb) -> "nbformat.NotebookNode":
            if r["update"] == 1 or r["update"] % every == 0]
     cells = [f"# Run {name}: {c['arm']}, seed {c['seed']}, {c['preset']} preset",
              f"The executed notebook `{src}` ran `05_train` with the parameters "
-             f"{nb.metadata.get('papermill', {}).get('parameters', {})}; it is {'complete' if run.complete else 'not complete'}.",
+             f"{nb.metadata.get('papermill', {}).get('parameters', {})}; "
+             f"it is {'complete' if run.complete else 'not complete'}.",
              "## Settings\n\n" + _md_table(("setting", "value"), [(k, c[k]) for k in ("arm", "granularity", "steps",
                                            "optimizer", "band_stat", "model", "substrate") if k in c]),
              "## Final evaluation\n\n" + _md_table(("model", "hack", "solve", "problems"), evals),
-             "## Training log\n\nOne row every few updates: mean reward, the rollouts' logged hack and solve rates, and "
-             "the routed fraction.\n\n" + _md_table(("update", *RUN_LOG_KEYS), log)]
+             "## Training log\n\nOne row every few updates: mean reward, the rollouts' logged hack and solve rates, "
+             "and the routed fraction.\n\n" + _md_table(("update", *RUN_LOG_KEYS), log)]
     return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(t) for t in cells])
 
 def is_run_page(src: str, nb) -> bool:
@@ -596,7 +650,8 @@ def build_site(root=".", out=None) -> list[Path]:
     cfg = load_config(root)
     out = site_out(root, cfg, out)
     pages = list_pages(root, cfg)
-    content = {p: nbformat.read(root/p, as_version=4) if p.endswith(".ipynb") else (root/p).read_text(encoding="utf-8") for p in pages}
+    content = {p: nbformat.read(root/p, as_version=4) if p.endswith(".ipynb") else (root/p).read_text(encoding="utf-8")
+               for p in pages}
     for p in pages:
         if p.endswith(".ipynb") and executes(p, root, content[p]): content[p] = execute_page(content[p], root/p)
         elif p.endswith(".ipynb") and is_run_page(p, content[p]): content[p] = run_page(p, root, content[p])
@@ -609,7 +664,8 @@ def build_site(root=".", out=None) -> list[Path]:
     shutil.copytree(mathjax_dir(), out/"assets"/"mathjax", dirs_exist_ok=True)
     (out/"assets"/"site.css").write_text(site_css(), encoding="utf-8")
     for f in nav_files(nav, pages): (out/f).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/f, out/f)
-    for p in pages: (out/"_sources"/p).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/p, out/"_sources"/p)
+    for p in pages:
+        (out/"_sources"/p).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/p, out/"_sources"/p)
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     written, pdfs, docs = [], [], {}
     for p in pages:
@@ -630,23 +686,29 @@ def build_site(root=".", out=None) -> list[Path]:
 
 # %% ../nbs/91_site.ipynb #7fb4a1f5
 CHROMIUM = os.environ.get("GQ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
-INSTALL_HINT = "install them with: apt-get update && apt-get install -y chromium && pip install playwright (no `playwright install`: the Debian chromium is used)"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+INSTALL_HINT = ("install them with: apt-get update && apt-get install -y chromium && pip install playwright "
+                "(no `playwright install`: the Debian chromium is used)")
 
 def require_browser() -> str:
-    "The Chromium executable, after checking that it and the `playwright` package are there; raises with the install line if not."
+    ("The Chromium executable, after checking that it and the `playwright` package are there; "
+     "raises with the install line if not.")
     missing = []
     try: import playwright.sync_api  # noqa: F401
     except ImportError: missing.append("the python package `playwright`")
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)): missing.append(f"chromium at {CHROMIUM} (set GQ_CHROMIUM to use another)")
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        missing.append(f"chromium at {CHROMIUM} (set GQ_CHROMIUM to use another)")
     if missing: raise RuntimeError(f"headless browser checks need {' and '.join(missing)}; {INSTALL_HINT}")
     return CHROMIUM
 
 RAW_TEX_JS = r"""() => {
-  const walk = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT), bad = [];
+  const walk = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT),
+        bad = [];
   for (let n; (n = walk.nextNode());) {
     if (n.parentElement.closest('pre, code, script, style, .MathJax, .MathJax_Display, .MathJax_Preview')) continue;
-    if (/\\(frac|bar|hat|sum|mathbb|mathrm|text|left|right|cdot|sqrt|quad|in|le|ge)\b|\$\$|\$(?![\s\d])/.test(n.textContent))
+    if (/\\(frac|bar|hat|sum|mathbb|mathrm|text|left|right|cdot|sqrt|quad|in|le|ge)\b|\$\$|\$(?![\s\d])/
+        .test(n.textContent))
       bad.push(n.textContent.trim().slice(0, 80));
   }
   return bad;
@@ -694,21 +756,26 @@ def _check_pages(out, pages, shots, timeout_ms, width) -> dict:
                 page = ctx.new_page()
                 page.on("console", lambda m, r=r: m.type == "error" and r["errors"].append(f"console: {m.text}"))
                 page.on("pageerror", lambda e, r=r: r["errors"].append(f"pageerror: {e}"))
-                page.on("response", lambda x, r=r: x.status >= 400 and r["errors"].append(f"HTTP {x.status} for {x.url}"))
+                page.on("response",
+                        lambda x, r=r: x.status >= 400 and r["errors"].append(f"HTTP {x.status} for {x.url}"))
                 resp = page.goto(base + page_path, wait_until="load", timeout=timeout_ms)
-                if resp is None or not resp.ok: r["errors"].append(f"HTTP {resp.status if resp else '?'} for {page_path}")
+                if resp is None or not resp.ok:
+                    r["errors"].append(f"HTTP {resp.status if resp else '?'} for {page_path}")
                 if page.locator("script[src*='MathJax.js']").count():
                     page.wait_for_selector("html[data-math=done]", state="attached", timeout=timeout_ms)
                     r["math"] = page.locator("span.MathJax").count()
-                    r["errors"] += [f"TeX error: {t}" for t in page.locator(".MathJax .merror, .MathJax .noError").all_inner_texts()]
+                    r["errors"] += [f"TeX error: {t}"
+                                    for t in page.locator(".MathJax .merror, .MathJax .noError").all_inner_texts()]
                 r["raw_tex"] = page.evaluate(RAW_TEX_JS)
                 shown = page.evaluate(SHOWN_TEXT_JS)                        # prose and outputs, not source code
                 r["local_paths"], r["outside_refs"] = LOCAL_PATH.findall(shown), OUTSIDE_DOC.findall(shown)
                 r["plots"] = page.locator("div.plotly-graph-div").count()
                 if r["plots"]:
                     page.wait_for_selector("svg.main-svg", timeout=timeout_ms)
-                    page.wait_for_function("() => [...document.querySelectorAll('div.plotly-graph-div')].every(d => d.querySelector('svg.main-svg'))", timeout=timeout_ms)
-                    r["drawn"] = page.evaluate("() => [...document.querySelectorAll('div.plotly-graph-div')].filter(d => d.querySelector('svg.main-svg')).length")
+                    page.wait_for_function("() => [...document.querySelectorAll('div.plotly-graph-div')]"
+                                           ".every(d => d.querySelector('svg.main-svg'))", timeout=timeout_ms)
+                    r["drawn"] = page.evaluate("() => [...document.querySelectorAll('div.plotly-graph-div')]"
+                                               ".filter(d => d.querySelector('svg.main-svg')).length")
                     if shots is not None:
                         shot = Path(shots)/(page_path.replace("/", "__") + ".png")
                         page.screenshot(path=str(shot), full_page=True); r["screenshot"] = shot
@@ -716,7 +783,8 @@ def _check_pages(out, pages, shots, timeout_ms, width) -> dict:
                 r.update(page.evaluate(LAYOUT_JS))
                 r["captions"], r["tables"] = page.evaluate(CAPTIONS_JS), page.locator("main table").count()
                 r["menu"] = _menu_links(page)
-                r["code_blocks"], r["copy_buttons"] = page.locator("main pre").count(), page.locator("main pre button.copy").count()
+                r["code_blocks"], r["copy_buttons"] = (page.locator("main pre").count(),
+                                                       page.locator("main pre button.copy").count())
                 res[page_path] = r
                 ctx.close()
         finally: browser.close()
@@ -735,7 +803,8 @@ def check_pages(out, pages=None, screenshots=None, timeout_ms: int = 20_000, wid
     require_browser()
     out = Path(out)
     pages = pages or sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
-    with ThreadPoolExecutor(1) as ex:         # the sync playwright API refuses to run inside a running asyncio loop (Jupyter)
+    # the sync playwright API refuses to run inside a running asyncio loop (Jupyter)
+    with ThreadPoolExecutor(1) as ex:
         return ex.submit(_check_pages, out, pages, screenshots, timeout_ms, width).result()
 
 # %% ../nbs/91_site.ipynb #0c6283a6
@@ -753,8 +822,10 @@ def _menu_links(page) -> list[str]:
     return page.evaluate(NAV_LINKS_JS)
 
 # %% ../nbs/91_site.ipynb #2f547038
-ALL_DRAWN_JS = "() => [...document.querySelectorAll('div.plotly-graph-div')].every(d => d.querySelector('svg.main-svg'))"
-FOOTER = '<div style="font-size:8px;width:100%;text-align:center"><span class="pageNumber"></span> / <span class="totalPages"></span></div>'
+ALL_DRAWN_JS = ("() => [...document.querySelectorAll('div.plotly-graph-div')]"
+                ".every(d => d.querySelector('svg.main-svg'))")
+FOOTER = ('<div style="font-size:8px;width:100%;text-align:center"><span class="pageNumber"></span> / '
+          '<span class="totalPages"></span></div>')
 
 def _print_pdf(out, page: str, pdf, timeout_ms: int):
     from playwright.sync_api import sync_playwright
@@ -789,7 +860,8 @@ def page_problems(html_text: str, wide: dict, phone: dict, menu: list[str], pdf:
     "The rules one built page breaks, from its HTML and what `check_pages` saw at 1280 (WIDE) and 390 px (PHONE)."
     bad = [f"{w} px: {e}" for w, r in ((1280, wide), (390, phone)) for e in r["errors"]]
     bad += [f"fetches {u}" for u in sorted(set(remote_refs(html_text)) | set(wide["external"] + phone["external"]))]
-    if wide["drawn"] < wide["plots"]: bad.append(f"{wide['plots'] - wide['drawn']} of {wide['plots']} figures not drawn")
+    if wide["drawn"] < wide["plots"]:
+        bad.append(f"{wide['plots'] - wide['drawn']} of {wide['plots']} figures not drawn")
     bad += [f"TeX left visible: {t!r}" for t in wide["raw_tex"]]
     for w, r in ((1280, wide), (390, phone)):
         if r["sideways"] > 0: bad.append(f"{w} px: scrolls {r['sideways']} px sideways")
@@ -808,7 +880,8 @@ def page_problems(html_text: str, wide: dict, phone: dict, menu: list[str], pdf:
 
 # %% ../nbs/91_site.ipynb #523592a0
 def check_site(root=".", out=None) -> dict:
-    "{page: the rules it breaks} for the site built from ROOT's `_quarto.yml` (at OUT): every page it lists, and search."
+    ("{page: the rules it breaks} for the site built from ROOT's `_quarto.yml` (at OUT): every page it lists, "
+     "and search.")
     root = Path(root).resolve()
     cfg = load_config(root)
     out, pages = site_out(root, cfg, out), list_pages(root, cfg)
