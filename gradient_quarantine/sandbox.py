@@ -304,24 +304,51 @@ def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> int | None:
     finally: os.close(pidfd)
     return proc.wait() if exited else None
 
+# %% ../nbs/00a_sandbox.ipynb #c044asb
+def _libc_check(rc: int, what: str):
+    "Raise the errno of a libc call that did not return 0."
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+def _confine(uid: int, cpu_s: int, memory_mb: int):
+    ("Confine this process for good, in this order: its limits and `no_new_privs`; `uid`, no group and no capability "
+     "(the inheritable set cleared too); the working directory; the limits on uid's processes and the address space.")
+    def limit(kind, value): resource.setrlimit(kind, (value, value))
+    for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, cpu_s),
+                        (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT), (resource.RLIMIT_NOFILE, MAX_OPEN_FILES)):
+        limit(kind, value)
+    _libc_check(_libc.prctl(38, 1, 0, 0, 0), "no_new_privs")  # PR_SET_NO_NEW_PRIVS
+    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)  # permitted and effective: empty
+    class Head(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+    class Caps(ctypes.Structure): _fields_ = [(k, ctypes.c_uint32) for k in ("effective", "permitted", "inheritable")]
+    _libc_check(_libc.capset(ctypes.byref(Head(0x20080522, 0)), (Caps * 2)()), "capset")
+    os.chdir(WORKDIR)
+    limit(resource.RLIMIT_NPROC, MAX_PROCESSES); limit(resource.RLIMIT_AS, memory_mb << 20)
+
+_CONFINE_CONSTANTS = ("FILE_SIZE_LIMIT", "MAX_OPEN_FILES", "MAX_PROCESSES", "WORKDIR")
+_CONFINE_FUNCTIONS = (_libc_check, _confine)
+
+@functools.cache
+def _shipped_source(constants: tuple[str, ...], functions: tuple) -> str:
+    ("Source that gives a fresh interpreter (with `os`, `resource` and `ctypes` imported) the libc handle, these "
+     "constants (their values here) and these functions (their source here).")
+    return ("_libc = ctypes.CDLL(None, use_errno=True)\n" + "".join(f"{k} = {globals()[k]!r}\n" for k in constants)
+            + "\n".join(inspect.getsource(f) for f in functions))
+
 # %% ../nbs/00a_sandbox.ipynb #c045sb
 def _prelude(source: str, cpu_s: int, memory_mb: int, uid: int, report_fd: int, started_fd: int) -> str:
-    "Trusted code run in the sandbox before any untrusted byte: limits, the throwaway user, the report channel on fd 3."
+    "Trusted code run in the sandbox before any untrusted byte: `_confine`, the report channel on fd 3, `sys.path`."
+    shipped = ", ".join([*_CONFINE_CONSTANTS, *(f.__name__ for f in _CONFINE_FUNCTIONS)])
     return f'''
 import os, sys, site, resource, ctypes
-def _limit(kind, value): resource.setrlimit(kind, (value, value))
-for _kind, _value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, {cpu_s}),
-                      (resource.RLIMIT_FSIZE, {FILE_SIZE_LIMIT}), (resource.RLIMIT_NOFILE, {MAX_OPEN_FILES})):
-    _limit(_kind, _value)
-ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid})  # no capability survives this
-os.chdir({WORKDIR!r})
-_limit(resource.RLIMIT_NPROC, {MAX_PROCESSES}); _limit(resource.RLIMIT_AS, {memory_mb} << 20)
+{_shipped_source(_CONFINE_CONSTANTS, _CONFINE_FUNCTIONS)}
+_confine({uid}, {cpu_s}, {memory_mb})
 os.write({started_fd}, b"1")
 os.dup2({report_fd}, 3); os.closerange(4, {max(report_fd, started_fd) + 1})
 site.setquit(); site.setcopyright(); site.sethelper()  # the builtins python -S leaves out
 sys.path.append({MODULES_DIR!r})
-del os, sys, site, resource, ctypes, _limit, _kind, _value
+del os, sys, site, resource, ctypes, _libc, {shipped}
 exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
 '''
 
@@ -489,14 +516,8 @@ _NEWNS, _NEWIPC, _NEWPID, _NEWNET = 0x20000, 0x8000000, 0x20000000, 0x40000000
 MS_NOEXEC, MS_REC, MS_PRIVATE = 8, 0x4000, 0x40000
 
 # %% ../nbs/00a_sandbox.ipynb #w04sb
-def _warm_check(rc: int, what: str):
-    "Raise the errno of a libc call that did not return 0."
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
 def _warm_mount(fstype: bytes | None, target: str, flags: int, options: bytes | None = None):
-    _warm_check(_libc.mount(fstype, target.encode(), fstype, flags, options), f"mount {target}")
+    _libc_check(_libc.mount(fstype, target.encode(), fstype, flags, options), f"mount {target}")
 
 def _read_exact(fd: int, n: int) -> bytes | None:
     "Exactly n bytes from fd; None at end of file."
@@ -530,31 +551,17 @@ def _leave(code: int):
     os._exit(code)
 
 # %% ../nbs/00a_sandbox.ipynb #w06sb
-def _drop_to(uid: int):
-    "Become `uid` for good, no group, and clear the inheritable capabilities the worker's bubblewrap set."
-    os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)  # permitted and effective: empty
-    class Head(ctypes.Structure): _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-    class Caps(ctypes.Structure): _fields_ = [(k, ctypes.c_uint32) for k in ("effective", "permitted", "inheritable")]
-    _warm_check(_libc.capset(ctypes.byref(Head(0x20080522, 0)), (Caps * 2)()), "capset")
-
 def _warm_program(req: dict, source: str, fds: dict):
     "The program's process (PID 2 of its namespace): the streams, limits, the run's uid, then the untrusted source."
     try:
         with open("/proc/self/oom_score_adj", "w") as f: f.write("1000")  # the cgroup's OOM killer takes it first
         os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
         for fd, name in ((1, "stdout"), (2, "stderr"), (3, "report")): os.dup2(fds[name], fd)
-        def limit(kind, value): resource.setrlimit(kind, (value, value))
-        for kind, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_CPU, req["cpu_s"]),
-                            (resource.RLIMIT_FSIZE, FILE_SIZE_LIMIT), (resource.RLIMIT_NOFILE, MAX_OPEN_FILES)):
-            limit(kind, value)
-        _warm_check(_libc.prctl(38, 1, 0, 0, 0), "no_new_privs")
-        _drop_to(req["uid"])
-        os.chdir(WORKDIR)
-        limit(resource.RLIMIT_NPROC, MAX_PROCESSES); limit(resource.RLIMIT_AS, req["memory_mb"] << 20)
+        _confine(req["uid"], req["cpu_s"], req["memory_mb"])
         os.write(fds["started"], b"1")
         os.closerange(4, 1 << 20)
     except BaseException: os._exit(125)
-    del req, fds, limit, kind, value
+    del req, fds
     try: exec(compile(source, "program.py", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     except SystemExit as e: _leave(_exit_status(e))
     except BaseException:
@@ -578,7 +585,7 @@ def _warm_init(req: dict, source: str, fds: dict):
 
 def _warm_namespaces(uid: int):
     "New mount, IPC, PID (for the children) and network namespaces, and fresh tmpfs for the program's writable places."
-    _warm_check(_libc.unshare(_NEWNS | _NEWIPC | _NEWPID | _NEWNET), "unshare")
+    _libc_check(_libc.unshare(_NEWNS | _NEWIPC | _NEWPID | _NEWNET), "unshare")
     _warm_mount(None, "/", MS_REC | MS_PRIVATE)
     _loopback_up()
     work = f"size={WORKDIR_BYTES},nr_inodes={WORKDIR_INODES},mode=0700,uid={uid},gid={uid}".encode()
@@ -623,23 +630,20 @@ def _zygote():
         if os.waitpid(child, 0)[1] != 0: return  # the pipe closed, or the child failed: the worker ends
 
 # %% ../nbs/00a_sandbox.ipynb #w09sb
-_ZYGOTE_CONSTANTS = ("OUTPUT_CAP_BYTES", "FILE_SIZE_LIMIT", "FILE_HEAD_BYTES", "MAX_REPORTED_FILES", "MAX_WALK_DEPTH",
-                     "MAX_PROCESSES", "MAX_OPEN_FILES", "WORKDIR_BYTES", "WORKDIR_INODES", "SCRATCH_BYTES",
-                     "REPORT_CAP_BYTES", "WORKDIR", "MODULES_DIR", "MS_NOSUID", "MS_NODEV", "MS_NOEXEC", "MS_REC",
-                     "MS_PRIVATE", "_NEWNS", "_NEWIPC", "_NEWPID", "_NEWNET")
-_ZYGOTE_FUNCTIONS = (_files_in, _warm_check, _warm_mount, _read_exact, _loopback_up, _exit_status, _leave, _drop_to,
+_ZYGOTE_CONSTANTS = (*_CONFINE_CONSTANTS, "OUTPUT_CAP_BYTES", "FILE_HEAD_BYTES", "MAX_REPORTED_FILES", "MAX_WALK_DEPTH",
+                     "WORKDIR_BYTES", "WORKDIR_INODES", "SCRATCH_BYTES", "REPORT_CAP_BYTES", "MODULES_DIR", "MS_NOSUID",
+                     "MS_NODEV", "MS_NOEXEC", "MS_REC", "MS_PRIVATE", "_NEWNS", "_NEWIPC", "_NEWPID", "_NEWNET")
+_ZYGOTE_FUNCTIONS = (*_CONFINE_FUNCTIONS, _files_in, _warm_mount, _read_exact, _loopback_up, _exit_status, _leave,
                      _warm_program, _warm_init, _warm_namespaces, _warm_serve, _zygote)
 
 @functools.cache
 def _zygote_source() -> str:
     "The warm worker's program: imports, constants, the zygote's functions (their source here), then its loop."
     imports = ("import os, sys, site, resource, ctypes, json, struct, time, select, signal, stat, fcntl, socket\n"
-               f"import atexit, {', '.join(PRE_IMPORTS)}\nfrom pathlib import Path\n"
-               "_libc = ctypes.CDLL(None, use_errno=True)\n")
-    constants = "".join(f"{k} = {globals()[k]!r}\n" for k in _ZYGOTE_CONSTANTS)
+               f"import atexit, {', '.join(PRE_IMPORTS)}\nfrom pathlib import Path\n")
     start = ("site.setquit(); site.setcopyright(); site.sethelper()\nsys.path.append(MODULES_DIR)\n"
              "sys.argv[:] = ['-']\n_zygote()\n")  # as `python -I -S -` has them
-    return imports + constants + "\n".join(inspect.getsource(f) for f in _ZYGOTE_FUNCTIONS) + start
+    return imports + _shipped_source(_ZYGOTE_CONSTANTS, _ZYGOTE_FUNCTIONS) + start
 
 # %% ../nbs/00a_sandbox.ipynb #w13sb
 class WarmWorkerDied(OSError): pass
