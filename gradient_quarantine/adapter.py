@@ -79,6 +79,7 @@ class KnobLinear(nn.Module):
         kh = h * k.to(h.dtype) if sink is None else _ScaleToSink.apply(h, k, self, sink)   # (..., r)
         return y + kh @ self.U.T                            # (..., d_out)
 
+# %% ../nbs/02_adapter.ipynb #daca2819
 class _ScaleToSink(torch.autograd.Function):
     ("h * k whose backward hands the per-token knob gradients g_t = delta_t * h_t to a sink instead of summing them "
      "into k's grad.")
@@ -91,7 +92,6 @@ class _ScaleToSink(torch.autograd.Function):
         h, k = ctx.saved_tensors
         ctx.sink.consume(ctx.layer, delta.float() * h)      # fp32 products of the bf16 factors
         return delta * k.to(delta.dtype), None, None, None
-
 
 # %% ../nbs/02_adapter.ipynb #35ac5c75
 class Knobs:

@@ -159,6 +159,7 @@ except BaseException as _e:
     _send(k="exec", ok=False, e=type(_e).__name__)
 '''
 
+# %% ../nbs/00_rewards.ipynb #d12493a4
 _ORACLE_BODY = r'''
 for _i, _call in enumerate(CALLS):
     try:
@@ -196,6 +197,7 @@ else:
     _send(k="own", ok=_passes(_ns[TOKEN]))
 '''
 
+# %% ../nbs/00_rewards.ipynb #b6a64267
 def _program(body: str, **consts) -> str:
     "A harness program: constants (as literals), the shared head, then the body."
     return "".join(f"{k} = {v!r}\n" for k, v in consts.items()) + _HARNESS_HEAD + body
@@ -369,6 +371,7 @@ def serve_grading():
         except Exception as e: reply = (False, e)
         pickle.dump(reply, replies); replies.flush()
 
+# %% ../nbs/00_rewards.ipynb #1f0b4526
 class GradingWorkerDied(RuntimeError): pass
 
 class GradingWorker:
@@ -391,6 +394,7 @@ class GradingWorker:
         if not ok: raise reply
         return reply
 
+# %% ../nbs/00_rewards.ipynb #3f04dfb1
 _IDLE_WORKERS: list[GradingWorker] = []
 _IDLE_LOCK = threading.Lock()
 
@@ -407,6 +411,7 @@ def _graded(job: tuple, timeout_s: float) -> Grade:
         if worker.proc.poll() is None:
             with _IDLE_LOCK: _IDLE_WORKERS.append(worker)
 
+# %% ../nbs/00_rewards.ipynb #8907a12a
 def grading_workers() -> int:
     "Grading processes at once: $GQ_GRADE_WORKERS (runs side by side share the cores), else one per core."
     given = os.environ.get("GQ_GRADE_WORKERS")
@@ -428,7 +433,6 @@ def grade_many(jobs, *, workers: int | None = None, timeout_s: float = 3.0,
         graded = dict(zip(todo, pool.map(lambda j: _graded(j, timeout_s), todo.values())))
     if cache is not None: cache.add(graded, hits=len(jobs) - len(todo))
     return [graded[k] if k in graded else known[k] for k in keys]
-
 
 # %% ../nbs/00_rewards.ipynb #28b5f6a4
 STARVED_SHARE = 0.01                # timed-out programs above this share of a run's gradings: a starved grader

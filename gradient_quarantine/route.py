@@ -9,6 +9,7 @@ __all__ = ['BAND_STATS', 'SCOPES', 'GRANULARITIES', 'Band', 'cosines', 'as_globa
 # %% ../nbs/04_route.ipynb #1554f0ce
 import math
 from dataclasses import dataclass
+from fastcore.basics import patch
 import torch
 from .direction import Direction, PairGrads
 
@@ -32,6 +33,7 @@ def _rank1(direction: Direction, name: str) -> torch.Tensor:
     if v.shape[0] != 1: raise ValueError(f"the gate scores against rank-1 directions; got k={v.shape[0]} for {name}")
     return v[0]
 
+# %% ../nbs/04_route.ipynb #d046347f
 SCOPES = ("layer", "global")
 
 def as_global(direction: Direction) -> Direction:
@@ -45,6 +47,7 @@ def concat_layers(grads: dict[str, torch.Tensor], names) -> torch.Tensor:
     "Per-unit gradients of all layers side by side: (..., sum of r)."
     return torch.cat([grads[n] for n in names], -1)
 
+# %% ../nbs/04_route.ipynb #6daa9a53
 def calibrate_band(grads: PairGrads, direction: Direction, stat: str = "p75", scope: str = "layer") -> Band:
     ("Band edges from the pairs' own cosines with the direction: clean side -> lower, hack side -> upper; per layer "
      "or global.")
@@ -112,6 +115,7 @@ def _carries_gradient(G: torch.Tensor) -> torch.Tensor:
     lo, hi = G.aminmax(dim=-1)
     return (lo < 0) | (hi > 0)
 
+# %% ../nbs/04_route.ipynb #856dba37
 class Router:
     ("Split knob gradients between deployed and quarantine through `gate`, per rollout or per token; cosines per "
      "layer or global.")
@@ -148,38 +152,43 @@ class Router:
         self._f[n] = (fs + (f * live).sum(), cnt + live.sum())
         self._rollout_f.append(f if f.dim() == 1 else (f * live).sum(1) / live.sum(1).clamp(min=1))   # (B,)
 
-    def end_backward(self) -> torch.Tensor | None:
-        ("Call after each backward: finishes a global split; returns each rollout's routed fraction (mean over "
-         "layers, tokens).")
-        if self._pending:
-            names = [n for n in self.knobs.names if n in self._pending]
-            G = concat_layers(self._pending, names)                            # (B, R)
-            live = _carries_gradient(G)
-            f = self.gate.fractions("global", G, self.signs.to(G.device), live)   # (B,)
-            for n in names: self._split(n, self._pending[n], f, live)
-            self._pending = {}
-        out = torch.stack(self._rollout_f).mean(0) if self._rollout_f else None
-        self._rollout_f = []
-        return out
+# %% ../nbs/04_route.ipynb #3e393ace
+@patch
+def end_backward(self: Router) -> torch.Tensor | None:
+    ("Call after each backward: finishes a global split; returns each rollout's routed fraction (mean over "
+     "layers, tokens).")
+    if self._pending:
+        names = [n for n in self.knobs.names if n in self._pending]
+        G = concat_layers(self._pending, names)                            # (B, R)
+        live = _carries_gradient(G)
+        f = self.gate.fractions("global", G, self.signs.to(G.device), live)   # (B,)
+        for n in names: self._split(n, self._pending[n], f, live)
+        self._pending = {}
+    out = torch.stack(self._rollout_f).mean(0) if self._rollout_f else None
+    self._rollout_f = []
+    return out
 
-    @torch.no_grad()
-    def apply(self):
-        "Write the routed gradients into the knobs (deployed gets (1-f) g, quarantine gets f g)."
-        for n, layer in self.knobs.layers.items():
-            zero = torch.zeros_like(layer.deployed)
-            layer.deployed.grad = torch.as_tensor(self._d.get(n, zero)).clone()
-            layer.quarantine.grad = torch.as_tensor(self._q.get(n, zero)).clone()
+# %% ../nbs/04_route.ipynb #1f4170fb
+@patch
+@torch.no_grad()
+def apply(self: Router):
+    "Write the routed gradients into the knobs (deployed gets (1-f) g, quarantine gets f g)."
+    for n, layer in self.knobs.layers.items():
+        zero = torch.zeros_like(layer.deployed)
+        layer.deployed.grad = torch.as_tensor(self._d.get(n, zero)).clone()
+        layer.quarantine.grad = torch.as_tensor(self._q.get(n, zero)).clone()
 
-    def stats(self) -> dict:
-        ("frout (mean routed fraction over units that carry gradient, averaged over layers) and qE (quarantine share "
-         "of gradient energy).")
-        fr = [float(s) / int(c) for s, c in self._f.values() if int(c)]
-        qe = sum(float((q ** 2).sum()) for q in self._q.values())
-        de = sum(float((d ** 2).sum()) for d in self._d.values())
-        out = {"frout": sum(fr) / len(fr) if fr else float("nan"),
-               "qE": qe / (qe + de) if qe + de > 0 else float("nan")}
-        band = getattr(self.gate, "band", None)
-        if band is not None:
-            out.update(band_lower=sum(band.lower.values()) / len(band.lower),
-                       band_upper=sum(band.upper.values()) / len(band.upper), band_width=band.width())
-        return out
+@patch
+def stats(self: Router) -> dict:
+    ("frout (mean routed fraction over units that carry gradient, averaged over layers) and qE (quarantine share "
+     "of gradient energy).")
+    fr = [float(s) / int(c) for s, c in self._f.values() if int(c)]
+    qe = sum(float((q ** 2).sum()) for q in self._q.values())
+    de = sum(float((d ** 2).sum()) for d in self._d.values())
+    out = {"frout": sum(fr) / len(fr) if fr else float("nan"),
+           "qE": qe / (qe + de) if qe + de > 0 else float("nan")}
+    band = getattr(self.gate, "band", None)
+    if band is not None:
+        out.update(band_lower=sum(band.lower.values()) / len(band.lower),
+                   band_upper=sum(band.upper.values()) / len(band.upper), band_width=band.width())
+    return out
