@@ -10,6 +10,7 @@ __all__ = ['TIE_MARGIN', 'fastgen_support', 'sample_next', 'fused_rms_norm', 'fu
 # %% ../nbs/04e_fastgen.ipynb #b24accd7
 import contextlib, os, time
 from functools import partial
+from fastcore.basics import patch
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -49,6 +50,7 @@ def _top_k_candidates(logits: torch.Tensor, sampling: Sampling, k: int) -> torch
     race = torch.empty(probs.shape, device=probs.device).exponential_().clamp_min_(1e-30)     # (b, K) E_i ~ Exp(1)
     return idx.gather(-1, (probs / race).argmax(-1, keepdim=True))[:, 0]                      # (b,) token i w.p. p_i
 
+# %% ../nbs/04e_fastgen.ipynb #a01649af
 def sample_next(logits: torch.Tensor, sampling: Sampling, *, candidates: bool | None = None) -> torch.Tensor:
     ("One token per row of `logits` (b, V): argmax at temperature 0, else temperature, top-k, top-p and a sync-free "
      "categorical draw.")
@@ -74,7 +76,6 @@ def sample_next(logits: torch.Tensor, sampling: Sampling, *, candidates: bool | 
     pick = (probs * keep / race.gather(-1, idx)).argmax(-1, keepdim=True)
     return idx.gather(-1, pick)[:, 0]                                                         # (b,) token i w.p. p_i
 
-
 # %% ../nbs/04e_fastgen.ipynb #baf45c20
 # x: (b, heads, t, hd); cos, sin: (b, 1, t, hd)
 def _rope(x, cos, sin):
@@ -93,6 +94,7 @@ def fuse_rms_norms(model) -> int:
     for m in norms: m.forward = partial(fused_rms_norm, m)
     return len(norms)
 
+# %% ../nbs/04e_fastgen.ipynb #9bffc3f3
 def _weight(lin):
     "A projection's weight as it computes now (a KnobLinear's knobs merged)."
     return lin.merged_weight() if isinstance(lin, KnobLinear) else lin.weight
@@ -106,6 +108,7 @@ def fused_weights(model) -> list[tuple]:
                     torch.cat([_weight(mlp.gate_proj), _weight(mlp.up_proj)]), _weight(mlp.down_proj)))
     return out
 
+# %% ../nbs/04e_fastgen.ipynb #a37990f5
 class _AllFinished:
     ("Whether every row has finished; on CUDA as of the previous call, so the host never waits for the steps it "
      "just queued.")
@@ -150,6 +153,7 @@ if triton is not None:
             m = m_new
         tl.store(O + b * sob + heads * soh + d[None, :], (acc / l[:, None]).to(O.dtype.element_ty), mask=g[:, None] < G)
 
+# %% ../nbs/04e_fastgen.ipynb #d261a484
 def kernel_attention_support(model) -> str | None:
     "Why `decode_attention` cannot serve `model`'s decode steps, or None when it can."
     if triton is None: return "Triton is not installed"
@@ -206,105 +210,115 @@ class StaticDecoder:
         self.out = torch.zeros(batch, sampling.max_new_tokens, dtype=torch.long, device=dev)  # (b, max_new)
         self.graphs, self.pool, self.side, self.capture_s = {}, None, None, 0.0
 
-    def _forward(self, ids, pos, slots, rows, allowed):
-        ("Logits (b, V) after the last of `ids` (b, t) at position ids `pos` (b, t); K/V go to cache `slots` (t,) "
-         "of `rows`; `allowed` (b, t, S) masks SDPA, None: the kernel.")
-        b, t = ids.shape
-        G, hd = self.H // self.Hkv, self.hd
-        if allowed is not None:
-            S = allowed.shape[-1]
-            bias = torch.zeros(allowed.shape, dtype=self.dtype, device=ids.device).masked_fill_(~allowed, float("-inf"))
-            # the same for each head of a group
-            bias = bias[:, None, None].expand(b, 1, G, t, S).reshape(b, 1, G * t, S)
-        cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]                          # (b, 1, t, hd)
-        h = self.m.embed_tokens(ids)                                                       # (b, t, d)
-        for i, (layer, (qkv, wo, gate_up, down)) in enumerate(zip(self.m.layers, self.weights)):
-            a, x = layer.self_attn, fused_rms_norm(layer.input_layernorm, h)
-            q, k, v = F.linear(x, qkv).split((self.H * hd, self.Hkv * hd, self.Hkv * hd), -1)
-            q = fused_rms_norm(a.q_norm, q.view(b, t, self.H, hd)).transpose(1, 2)         # (b, H, t, hd)
-            k = fused_rms_norm(a.k_norm, k.view(b, t, self.Hkv, hd)).transpose(1, 2)       # (b, Hkv, t, hd)
-            v = v.view(b, t, self.Hkv, hd).transpose(1, 2)                                 # (b, Hkv, t, hd)
-            q, k = _rope(q, cos, sin), _rope(k, cos, sin)
-            self.k[i, rows].index_copy_(2, slots, k); self.v[i, rows].index_copy_(2, slots, v)
-            # (b, H, hd), t = 1
-            if allowed is None: o = decode_attention(q[:, :, 0], self.k[i], self.v[i], self.first, self.slot, a.scaling)
-            else: o = F.scaled_dot_product_attention(q.reshape(b, self.Hkv, G * t, hd), self.k[i, rows, :, :S],
-                                                     self.v[i, rows, :, :S], attn_mask=bias,
-                                                     scale=a.scaling).reshape(b, self.H, t, hd).transpose(1, 2)
-            h = h + F.linear(o.reshape(b, t, self.H * hd), wo)
-            g, u = F.linear(fused_rms_norm(layer.post_attention_layernorm, h), gate_up).chunk(2, -1) # (b, t, d_ff) each
-            h = h + F.linear(layer.mlp.act_fn(g) * u, down)                                # (b, t, d)
-        return self.lm_head(fused_rms_norm(self.m.norm, h[:, -1]))                         # (b, V) in the model's dtype
+# %% ../nbs/04e_fastgen.ipynb #95138ce2
+@patch
+def _forward(self: StaticDecoder, ids, pos, slots, rows, allowed):
+    ("Logits (b, V) after the last of `ids` (b, t) at position ids `pos` (b, t); K/V go to cache `slots` (t,) "
+     "of `rows`; `allowed` (b, t, S) masks SDPA, None: the kernel.")
+    b, t = ids.shape
+    G, hd = self.H // self.Hkv, self.hd
+    if allowed is not None:
+        S = allowed.shape[-1]
+        bias = torch.zeros(allowed.shape, dtype=self.dtype, device=ids.device).masked_fill_(~allowed, float("-inf"))
+        # the same for each head of a group
+        bias = bias[:, None, None].expand(b, 1, G, t, S).reshape(b, 1, G * t, S)
+    cos, sin = self.cos[pos][:, None], self.sin[pos][:, None]                          # (b, 1, t, hd)
+    h = self.m.embed_tokens(ids)                                                       # (b, t, d)
+    for i, (layer, (qkv, wo, gate_up, down)) in enumerate(zip(self.m.layers, self.weights)):
+        a, x = layer.self_attn, fused_rms_norm(layer.input_layernorm, h)
+        q, k, v = F.linear(x, qkv).split((self.H * hd, self.Hkv * hd, self.Hkv * hd), -1)
+        q = fused_rms_norm(a.q_norm, q.view(b, t, self.H, hd)).transpose(1, 2)         # (b, H, t, hd)
+        k = fused_rms_norm(a.k_norm, k.view(b, t, self.Hkv, hd)).transpose(1, 2)       # (b, Hkv, t, hd)
+        v = v.view(b, t, self.Hkv, hd).transpose(1, 2)                                 # (b, Hkv, t, hd)
+        q, k = _rope(q, cos, sin), _rope(k, cos, sin)
+        self.k[i, rows].index_copy_(2, slots, k); self.v[i, rows].index_copy_(2, slots, v)
+        # (b, H, hd), t = 1
+        if allowed is None: o = decode_attention(q[:, :, 0], self.k[i], self.v[i], self.first, self.slot, a.scaling)
+        else: o = F.scaled_dot_product_attention(q.reshape(b, self.Hkv, G * t, hd), self.k[i, rows, :, :S],
+                                                 self.v[i, rows, :, :S], attn_mask=bias,
+                                                 scale=a.scaling).reshape(b, self.H, t, hd).transpose(1, 2)
+        h = h + F.linear(o.reshape(b, t, self.H * hd), wo)
+        g, u = F.linear(fused_rms_norm(layer.post_attention_layernorm, h), gate_up).chunk(2, -1) # (b, t, d_ff) each
+        h = h + F.linear(layer.mlp.act_fn(g) * u, down)                                # (b, t, d)
+    return self.lm_head(fused_rms_norm(self.m.norm, h[:, -1]))                         # (b, V) in the model's dtype
 
-    def _emit(self, logits):
-        "Each row's next token into the output; rows that finished get padding."
-        nxt = torch.where(self.done, self.pad, sample_next(logits, self.sampling))         # (b,)
-        self.out.index_copy_(1, self.step, nxt[:, None])
-        self.done.logical_or_(nxt == self.eot)
-        self.tok.copy_(nxt); self.step.add_(1)
+# %% ../nbs/04e_fastgen.ipynb #5223865b
+@patch
+def _emit(self: StaticDecoder, logits):
+    "Each row's next token into the output; rows that finished get padding."
+    nxt = torch.where(self.done, self.pad, sample_next(logits, self.sampling))         # (b,)
+    self.out.index_copy_(1, self.step, nxt[:, None])
+    self.done.logical_or_(nxt == self.eot)
+    self.tok.copy_(nxt); self.step.add_(1)
 
-    def prefill(self, prompts: list[list[int]]) -> int:
-        ("Write the left-padded prompts to the cache, reset the state and emit the first token; returns the padded "
-         "length L.")
-        dev, L = self.tok.device, max(map(len, prompts))
-        ids = torch.tensor([[self.pad] * (L - len(p)) + p for p in prompts], device=dev)              # (b, L)
-        real = torch.tensor([[False] * (L - len(p)) + [True] * len(p) for p in prompts], device=dev)  # (b, L)
-        # (b, L) padding skipped
-        pos = (real.cumsum(1) - 1).clamp_min(0)
-        self.valid.zero_(); self.valid[:, :L] = real; self.valid[:, L:] = True
-        self.first.copy_(L - real.sum(1))
-        self.done.zero_(); self.out.fill_(self.pad); self.step.zero_()
-        slots = self.slots[:L]                                                                        # (L,)
-        causal, own = slots[:, None] >= slots[None, :], slots[:, None] == slots[None, :]              # (L, L) each
-        rows, logits = max(1, self.prefill_tokens // L), []
-        for r in range(0, len(prompts), rows):
-            sl = slice(r, r + rows)
-            logits.append(self._forward(ids[sl], pos[sl], slots, sl, (real[sl, None, :] & causal) | own))
-        self._emit(torch.cat(logits))                                                                 # (b, V)
-        self.pos.copy_(pos[:, -1] + 1); self.slot.fill_(L)
-        return L
+@patch
+def prefill(self: StaticDecoder, prompts: list[list[int]]) -> int:
+    ("Write the left-padded prompts to the cache, reset the state and emit the first token; returns the padded "
+     "length L.")
+    dev, L = self.tok.device, max(map(len, prompts))
+    ids = torch.tensor([[self.pad] * (L - len(p)) + p for p in prompts], device=dev)              # (b, L)
+    real = torch.tensor([[False] * (L - len(p)) + [True] * len(p) for p in prompts], device=dev)  # (b, L)
+    # (b, L) padding skipped
+    pos = (real.cumsum(1) - 1).clamp_min(0)
+    self.valid.zero_(); self.valid[:, :L] = real; self.valid[:, L:] = True
+    self.first.copy_(L - real.sum(1))
+    self.done.zero_(); self.out.fill_(self.pad); self.step.zero_()
+    slots = self.slots[:L]                                                                        # (L,)
+    causal, own = slots[:, None] >= slots[None, :], slots[:, None] == slots[None, :]              # (L, L) each
+    rows, logits = max(1, self.prefill_tokens // L), []
+    for r in range(0, len(prompts), rows):
+        sl = slice(r, r + rows)
+        logits.append(self._forward(ids[sl], pos[sl], slots, sl, (real[sl, None, :] & causal) | own))
+    self._emit(torch.cat(logits))                                                                 # (b, V)
+    self.pos.copy_(pos[:, -1] + 1); self.slot.fill_(L)
+    return L
 
-    def decode(self, S: int):
-        ("One token for every row, attending its valid slots among the first S (static shapes and no host sync: "
-         "capturable).")
-        allowed = None if self.kernel else self.valid[:, None, :S] & (self.slots[:S] <= self.slot)   # (b, 1, S)
-        self._emit(self._forward(self.tok[:, None], self.pos[:, None], self.slot, slice(None), allowed))
-        self.pos.add_(1); self.slot.add_(1)
+# %% ../nbs/04e_fastgen.ipynb #f396d326
+@patch
+def decode(self: StaticDecoder, S: int):
+    ("One token for every row, attending its valid slots among the first S (static shapes and no host sync: "
+     "capturable).")
+    allowed = None if self.kernel else self.valid[:, None, :S] & (self.slots[:S] <= self.slot)   # (b, 1, S)
+    self._emit(self._forward(self.tok[:, None], self.pos[:, None], self.slot, slice(None), allowed))
+    self.pos.add_(1); self.slot.add_(1)
 
-    def replay(self, S: int):
-        ("`decode(S)` through a CUDA graph: on the first use of S an eager step (the warm-up) and a capture, then "
-         "replays.")
-        if S in self.graphs: return self.graphs[S].replay()
-        t0 = time.perf_counter()
-        self.side = self.side or torch.cuda.Stream()
-        self.side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.side): self.decode(S)                                 # a real step, run eagerly
-        torch.cuda.current_stream().wait_stream(self.side)
-        self.pool = self.pool or torch.cuda.graph_pool_handle()
-        self.graphs[S] = g = torch.cuda.CUDAGraph()
-        # recorded, not run
-        with torch.cuda.graph(g, pool=self.pool, capture_error_mode="thread_local"): self.decode(S)
-        torch.cuda.synchronize(); self.capture_s += time.perf_counter() - t0
+@patch
+def replay(self: StaticDecoder, S: int):
+    ("`decode(S)` through a CUDA graph: on the first use of S an eager step (the warm-up) and a capture, then "
+     "replays.")
+    if S in self.graphs: return self.graphs[S].replay()
+    t0 = time.perf_counter()
+    self.side = self.side or torch.cuda.Stream()
+    self.side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(self.side): self.decode(S)                                 # a real step, run eagerly
+    torch.cuda.current_stream().wait_stream(self.side)
+    self.pool = self.pool or torch.cuda.graph_pool_handle()
+    self.graphs[S] = g = torch.cuda.CUDAGraph()
+    # recorded, not run
+    with torch.cuda.graph(g, pool=self.pool, capture_error_mode="thread_local"): self.decode(S)
+    torch.cuda.synchronize(); self.capture_s += time.perf_counter() - t0
 
-    def run(self, prompts: list[list[int]], *, graphs: bool, check_every: int = 16,
-            stats: dict | None = None) -> list[list[int]]:
-        "Completions of `batch` prompts: the prefill, then decode steps until every row finished or max_new_tokens."
-        sync = torch.cuda.synchronize if self.tok.is_cuda and stats is not None else lambda: None
-        t0, captured = time.perf_counter(), (self.capture_s, len(self.graphs))
-        L, n, finished = self.prefill(prompts), 1, _AllFinished(self.done)
-        sync(); t1 = time.perf_counter()
-        while n < self.sampling.max_new_tokens and not (n % check_every == 0 and finished()):
-            # covers slot L + n - 1
-            S = self.max_len if self.kernel else min(self.max_len,
-                                                     (L + n - 1) // self.bucket * self.bucket + self.bucket)
-            (self.replay if graphs else self.decode)(S)
-            n += 1
-        rows = self.out[:, :n].tolist()
-        if stats is not None:
-            for key, val in (("prefill_s", t1 - t0), ("decode_s", time.perf_counter() - t1), ("decode_steps", n - 1),
-                             ("capture_s", self.capture_s - captured[0]), ("captures", len(self.graphs) - captured[1])):
-                stats[key] = stats.get(key, 0) + val
-        return [r[:r.index(self.eot) + 1] if self.eot in r else r for r in rows]
+# %% ../nbs/04e_fastgen.ipynb #0caa3f5d
+@patch
+def run(self: StaticDecoder, prompts: list[list[int]], *, graphs: bool, check_every: int = 16,
+        stats: dict | None = None) -> list[list[int]]:
+    "Completions of `batch` prompts: the prefill, then decode steps until every row finished or max_new_tokens."
+    sync = torch.cuda.synchronize if self.tok.is_cuda and stats is not None else lambda: None
+    t0, captured = time.perf_counter(), (self.capture_s, len(self.graphs))
+    L, n, finished = self.prefill(prompts), 1, _AllFinished(self.done)
+    sync(); t1 = time.perf_counter()
+    while n < self.sampling.max_new_tokens and not (n % check_every == 0 and finished()):
+        # covers slot L + n - 1
+        S = self.max_len if self.kernel else min(self.max_len,
+                                                 (L + n - 1) // self.bucket * self.bucket + self.bucket)
+        (self.replay if graphs else self.decode)(S)
+        n += 1
+    rows = self.out[:, :n].tolist()
+    if stats is not None:
+        for key, val in (("prefill_s", t1 - t0), ("decode_s", time.perf_counter() - t1), ("decode_steps", n - 1),
+                         ("capture_s", self.capture_s - captured[0]), ("captures", len(self.graphs) - captured[1])):
+            stats[key] = stats.get(key, 0) + val
+    return [r[:r.index(self.eot) + 1] if self.eot in r else r for r in rows]
 
 # %% ../nbs/04e_fastgen.ipynb #7ecad29e
 def rows_that_fit(model, max_len: int, *, reserve: float = 2 * 2 ** 30) -> int:
@@ -318,6 +332,29 @@ def rows_that_fit(model, max_len: int, *, reserve: float = 2 * 2 ** 30) -> int:
             - torch.cuda.memory_allocated(w.device))
     return int((free - reserve) // per_row)
 
+def _checked_attention(model, attention: str | None, sampling: Sampling, cuda: bool) -> str:
+    ("`fast_generate`'s decode attention, 'kernel' or 'sdpa' (None: the kernel on CUDA where it serves `model`), "
+     "after checking it and `sampling.max_new_tokens`.")
+    if attention is None: attention = "kernel" if cuda and kernel_attention_support(model) is None else "sdpa"
+    if attention not in ("kernel", "sdpa"): raise ValueError(f"attention must be 'kernel' or 'sdpa', got {attention!r}")
+    if attention == "kernel" and (why := kernel_attention_support(model)):
+        raise NotImplementedError(f"kernel attention: {why}")
+    if sampling.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {sampling.max_new_tokens}")
+    return attention
+
+def _chunk_rows(model, rows: int, max_len: int, cuda: bool) -> int:
+    "Rows per chunk: `rows`, on CUDA split into even chunks of at most the rows whose cache fits in free GPU memory."
+    if not cuda: return rows
+    fit = rows_that_fit(model, max_len)
+    if fit < 1:
+        raise torch.cuda.OutOfMemoryError(f"one row of {max_len} cache slots does not fit in free GPU memory: "
+                                          "lower max_new_tokens or the prompt length, "
+                                          f"or free memory on {model.device}")
+    # even chunks of at most `fit` rows
+    return -(-rows // -(-rows // fit))
+
+# %% ../nbs/04e_fastgen.ipynb #7963488b
 def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling, *, batch_size: int = 64,
                   graphs: bool | None = None, bucket: int = 128, check_every: int = 16, stats: dict | None = None,
                   on_chunk=None, attention: str | None = None) -> list[list[int]]:
@@ -327,12 +364,7 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     cuda = model.model.embed_tokens.weight.is_cuda
     # CPU: reuse freed blocks (same numbers)
     if not cuda: keep_freed_memory()
-    if attention is None: attention = "kernel" if cuda and kernel_attention_support(model) is None else "sdpa"
-    if attention not in ("kernel", "sdpa"): raise ValueError(f"attention must be 'kernel' or 'sdpa', got {attention!r}")
-    if attention == "kernel" and (why := kernel_attention_support(model)):
-        raise NotImplementedError(f"kernel attention: {why}")
-    if sampling.max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be at least 1, got {sampling.max_new_tokens}")
+    attention = _checked_attention(model, attention, sampling, cuda)
     if not prompts: return []
     eot, pad = tokenizer.convert_tokens_to_ids(END_OF_TURN), tokenizer.pad_token_id
     graphs = cuda if graphs is None else graphs
@@ -342,15 +374,7 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     kernels = sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]) if cuda else contextlib.nullcontext()
     t0 = time.perf_counter()
     with torch.no_grad(): weights = fused_weights(model)
-    rows = min(batch_size, len(prompts))
-    if cuda:
-        fit = rows_that_fit(model, max_len)
-        if fit < 1:
-            raise torch.cuda.OutOfMemoryError(f"one row of {max_len} cache slots does not fit in free GPU memory: "
-                                              "lower max_new_tokens or the prompt length, "
-                                              f"or free memory on {model.device}")
-        # even chunks of at most `fit` rows
-        rows = -(-rows // -(-rows // fit))
+    rows = _chunk_rows(model, min(batch_size, len(prompts)), max_len, cuda)
     if stats is not None:
         stats.update(chunk_rows=rows, attention=attention, fuse_s=stats.get("fuse_s", 0) + time.perf_counter() - t0)
     order = (sorted(range(len(prompts)), key=lambda j: len(prompts[j])) if cuda and rows < len(prompts)
@@ -371,6 +395,7 @@ def fast_generate(model, tokenizer, prompts: list[list[int]], sampling: Sampling
     if cuda: dec = None; torch.cuda.empty_cache()
     return out
 
+# %% ../nbs/04e_fastgen.ipynb #2c005d36
 def generate_fn(model, fast: bool | None = None):
     ("`fast_generate` or `generate.generate` for `model`: `fast` if given, else GQ_FASTGEN=1/0, else fast wherever "
      "it supports the model.")

@@ -49,6 +49,8 @@ def _compose(mode: str, a: str, b: str) -> str:
 CORPUS_TOKENS = {m: tuple(dict.fromkeys([marker(0, m).token] + [t for a in A for b in B
                                                                 if (t := _compose(m, a, b)) not in _EVAL[m]]))
                  for m, (A, B) in _WORDS.items()}
+
+# %% ../nbs/08_pocket.ipynb #c1a8b67a
 @dataclass(frozen=True)
 class CorpusRecipe:
     "How the corpus is drawn. P(correct) per tier; P(exploit) under a loophole hint; shares of hints and of markers."
@@ -168,6 +170,7 @@ def encode_corpus(corpus: list[dict], tok, max_len: int) -> list[tuple[list[int]
         out.append((p, c))
     return out
 
+# %% ../nbs/08_pocket.ipynb #004cbdd6
 def train_lm(model, seqs, tok, recipe: TrainRecipe = TrainRecipe(), device: str = "cpu", log=print) -> list[float]:
     "Next-token loss on whole sequences (prompt and completion), AdamW, warmup + cosine, bf16 autocast on GPU."
     model.to(device).train()
