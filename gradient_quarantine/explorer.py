@@ -127,6 +127,7 @@ _COLUMNS = (("update", "update"), ("mode", "mode"), ("problem", "problem"), ("gr
             ("advantage", "advantage"), ("f", "f routed"), ("exploited", "exploited"), ("gt_correct", "solved"),
             ("channel", "channel"), ("tests_passed", "tests"), ("n_tokens", "tokens"))
 
+# %% ../nbs/92_explorer.ipynb #9cc6759f
 _BROWSER_JS = """<script>(function () {
 var P = "%(id)s", COLS = %(cols)s;
 var root = (document.currentScript && document.currentScript.parentNode) || document.getElementById(P);
@@ -184,6 +185,7 @@ el("reset").addEventListener("click", function () { FILTERS.forEach(function (s)
 apply();
 })();</script>"""
 
+# %% ../nbs/92_explorer.ipynb #e0b2b0d2
 _browser_ids = itertools.count(1)
 
 def _range_inputs(pid: str, key: str, label: str, values, fmt: str) -> str:
@@ -194,6 +196,7 @@ def _range_inputs(pid: str, key: str, label: str, values, fmt: str) -> str:
             f'<label>to <input type="number" step="any" id="{pid}-{key}max" placeholder="{hi}" '
             f'aria-label="{label} to"></label>')
 
+# %% ../nbs/92_explorer.ipynb #f326a39a
 def rollout_browser(records, title: str = "", limit: int | None = 1000, max_chars: int | None = 4000,
                     seed: int = 0) -> HTML:
     ("A self-contained, offline table of rollout `records` (see `rollout_rows`) with client-side filters; "
@@ -252,6 +255,7 @@ def pick_runs(runs_dir, names=SHOWCASE_RUNS) -> tuple[list[Path], list[str]]:
     found = [Path(runs_dir)/n for n in names if (Path(runs_dir)/n/ROLLOUTS_FILE).is_file()]
     return found, [n for n in names if Path(runs_dir)/n not in found]
 
+# %% ../nbs/92_explorer.ipynb #24c7bb54
 def find_runs_dir(start=None) -> Path:
     ("The repository's committed grid, `runs/grid/`, under the `_quarto.yml` nearest above `start` "
      "(default: the working directory).")

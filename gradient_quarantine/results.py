@@ -14,6 +14,7 @@ __all__ = ['GRID_DIR', 'SEEDS', 'REFERENCE_SEEDS', 'HELD_OUT_SPLITS', 'ALPHA', '
 import gzip, json, math, statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from fastcore.basics import patch
 from pathlib import Path
 from .rewards import MODES
 from .artifacts import read_jsonl
@@ -34,6 +35,7 @@ class Run:
     @property
     def seed(self) -> int: return self.config["seed"]
 
+# %% ../nbs/90_results.ipynb #4bbb5f3f
 def read_eval(run, state: str) -> dict | None:
     "A run's evaluation, `eval/<state>.json` or `eval/<state>.json.gz` (committed grids); None if neither."
     plain = Path(run)/"eval"/f"{state}.json"
@@ -173,41 +175,48 @@ class Results:
         self.expected = expected_cells(self.granularity, seeds, reference_seeds, splits)
         self.base = self._base_eval()
 
-    def _base_eval(self) -> dict | None:
-        found = sorted(self.runs_dir.glob("*/eval/base.json"))
-        for p in found:
-            s = _summary(p.parent.parent, "base")
-            if s.get("state") == "base" and self._same_preset(p):
-                return {**s, "file": str(p.relative_to(self.runs_dir))}
-        return None
+# %% ../nbs/90_results.ipynb #9aa45c8e
+@patch
+def _base_eval(self: Results) -> dict | None:
+    found = sorted(self.runs_dir.glob("*/eval/base.json"))
+    for p in found:
+        s = _summary(p.parent.parent, "base")
+        if s.get("state") == "base" and self._same_preset(p):
+            return {**s, "file": str(p.relative_to(self.runs_dir))}
+    return None
 
-    def _same_preset(self, path: Path) -> bool:
-        # the executed notebook that wrote it records its parameters
-        nb = path.parent.parent.with_suffix(".ipynb")
-        if not nb.exists(): return True
-        params = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {})
-        return params.get("preset", self.preset) == self.preset
+@patch
+def _same_preset(self: Results, path: Path) -> bool:
+    # the executed notebook that wrote it records its parameters
+    nb = path.parent.parent.with_suffix(".ipynb")
+    if not nb.exists(): return True
+    params = json.loads(nb.read_text()).get("metadata", {}).get("papermill", {}).get("parameters", {})
+    return params.get("preset", self.preset) == self.preset
 
-    def deploy(self, cell: str, key: str = "hack", state: str = "deploy") -> dict:
-        ("seed -> the final evaluation's value (hack or solve) of the cell's runs, deployed (quarantine off) "
-         "or as trained.")
-        return {s: getattr(r, state)[key] for s, r in self.cells.get(cell, {}).items()}
+# %% ../nbs/90_results.ipynb #73484153
+@patch
+def deploy(self: Results, cell: str, key: str = "hack", state: str = "deploy") -> dict:
+    ("seed -> the final evaluation's value (hack or solve) of the cell's runs, deployed (quarantine off) "
+     "or as trained.")
+    return {s: getattr(r, state)[key] for s, r in self.cells.get(cell, {}).items()}
 
-    def better_granularity(self) -> str:
-        ("route2b's granularity with the lower mean final deploy hack over its seeds "
-         "(per-rollout on a tie or without both).")
-        hack = {g: self.deploy(f"route2b/{g}") for g in ("rollout", "token")}
-        if not all(hack.values()): return "rollout"
-        return ("token" if statistics.fmean(hack["token"].values()) < statistics.fmean(hack["rollout"].values())
-                else "rollout")
+@patch
+def better_granularity(self: Results) -> str:
+    ("route2b's granularity with the lower mean final deploy hack over its seeds "
+     "(per-rollout on a tie or without both).")
+    hack = {g: self.deploy(f"route2b/{g}") for g in ("rollout", "token")}
+    if not all(hack.values()): return "rollout"
+    return ("token" if statistics.fmean(hack["token"].values()) < statistics.fmean(hack["rollout"].values())
+            else "rollout")
 
-    def missing(self) -> list[dict]:
-        "Every expected cell short of seeds: which seeds are missing, and which runs were found but are not complete."
-        out = []
-        for cell, seeds in self.expected.items():
-            lack = [s for s in seeds if s not in self.cells.get(cell, {})]
-            if lack: out.append({"cell": cell, "missing_seeds": lack, "have": sorted(self.cells.get(cell, {}))})
-        return out
+@patch
+def missing(self: Results) -> list[dict]:
+    "Every expected cell short of seeds: which seeds are missing, and which runs were found but are not complete."
+    out = []
+    for cell, seeds in self.expected.items():
+        lack = [s for s in seeds if s not in self.cells.get(cell, {})]
+        if lack: out.append({"cell": cell, "missing_seeds": lack, "have": sorted(self.cells.get(cell, {}))})
+    return out
 
 # %% ../nbs/90_results.ipynb #7dae600d
 def metric_mean(run: Run, key: str = "frout") -> float:
@@ -261,6 +270,7 @@ def table_a3(self: Results) -> list[dict]:
                                    "d_solve": paired_test(self.deploy(frozen, "solve"), self.deploy(refresh, "solve"))}
     return rows
 
+# %% ../nbs/90_results.ipynb #d75fbc16
 def _by_mode(self: Results, cell: str, mode: str, key: str = "hack") -> dict:
     return {s: r.deploy["by_mode"][mode][key] for s, r in self.cells.get(cell, {}).items()
             if mode in r.deploy["by_mode"]}
@@ -287,6 +297,7 @@ def _modes_hack(self: Results, cell: str, modes) -> dict:
     seeds = set.intersection(*(set(p) for p in per)) if per else set()
     return {s: statistics.fmean(p[s] for p in per) for s in sorted(seeds)}
 
+# %% ../nbs/90_results.ipynb #2d092209
 def references(self: Results) -> list[dict]:
     rows = []
     if self.base: rows.append({"reference": "base model (update 0)", "hack": self.base["hack"],
@@ -364,6 +375,7 @@ def html_table(rows: list[dict], columns: dict):
                    for r in rows)
     return HTML(f'<table class="results"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
 
+# %% ../nbs/90_results.ipynb #b6bfab08
 ARM_COLUMNS = {"cell": lambda r: r["cell"], "deploy hack": lambda r: fmt_stat(r["hack"]),
                "deploy solve": lambda r: fmt_stat(r["solve"]), "Δ hack vs vanilla": lambda r: fmt_diff(r.get("d_hack")),
                "Δ solve vs vanilla": lambda r: fmt_diff(r.get("d_solve")),
