@@ -41,6 +41,7 @@ def page_out(src: str) -> str:
 
 def _norm(path: str) -> str: return posixpath.normpath(str(path).strip().removeprefix("./"))
 
+# %% ../nbs/91_site.ipynb #20e14b40
 def list_pages(root, cfg: dict) -> list[str]:
     ("The pages `project.render` of `cfg` lists, as posix paths relative to `root`, in order; "
      "raises naming every entry that matches no file.")
@@ -173,6 +174,7 @@ def strip_remote(fragment: str) -> str:
                                               and re.search(r"require(js)?\.config|\.src\s*=|import\(", m.group(1))
                                          else m.group(0), fragment)
 
+# %% ../nbs/91_site.ipynb #53acec9c
 def offline_outputs(outputs: list, ids=None) -> list:
     ("`outputs` with plotly JSON turned into a `text/html` div + `Plotly.newPlot` (div ids `plot-N`, N from `ids`), "
      "plotly init outputs dropped and remote tags stripped from HTML.")
@@ -245,6 +247,7 @@ def page_title(src: str, content) -> str:
         if m: return re.sub(r"[`*]", "", m.group(1))
     return PurePosixPath(src).stem
 
+# %% ../nbs/91_site.ipynb #9304b196
 def _is_external(url: str) -> bool: return bool(re.match(r"^(?:[a-zA-Z][\w+.-]*:|//|#)", url)) or not url
 
 def resolve_link(url: str, src: str) -> str:
@@ -308,6 +311,7 @@ def site_nav(cfg: dict, pages: list, titles: dict, root) -> dict:
             "sidebars": [_nav_item({"section": s.get("title", ""), "contents": s.get("contents") or []}
                                    if isinstance(s, dict) else s, pages, titles, root) for s in sides]}
 
+# %% ../nbs/91_site.ipynb #a2b16530
 def nav_files(nav: dict, pages: list) -> list[str]:
     "The local non-page files the navigation links to (copied into the site)."
     def walk(items):
@@ -317,6 +321,7 @@ def nav_files(nav: dict, pages: list) -> list[str]:
             yield from walk(i["items"])
     return sorted(set(walk(nav["left"] + nav["right"] + nav["sidebars"])))
 
+# %% ../nbs/91_site.ipynb #733e612e
 def _href(item_href: str, page: str, pages: list) -> str:
     if _is_external(item_href): return item_href
     path, h, frag = item_href.partition("#")
@@ -365,6 +370,7 @@ def site_css() -> str:
     from pygments.formatters import HtmlFormatter
     return _CSS + _MENU_CSS + HtmlFormatter(style="default").get_style_defs(".highlight")
 
+# %% ../nbs/91_site.ipynb #93339285
 _CSS = """
 *{box-sizing:border-box}
  body{margin:0;font:16px/1.55 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212529}
@@ -543,6 +549,7 @@ def render_page(src: str, root, exporter=None, nb=None) -> str:
     else: body = _heading_ids(render_markdown(path.read_text(encoding="utf-8")))
     return body
 
+# %% ../nbs/91_site.ipynb #6a6c5b0a
 def page_html(body: str, src: str, title: str, nav: dict, pages: list, toc: bool = True,
               titles: dict | None = None) -> str:
     ("The full page of `src`: shell, stylesheet, navigation, optional TOC; "
@@ -642,6 +649,18 @@ def site_out(root, cfg: dict, out=None) -> Path:
     "Where the site of ROOT goes: OUT if given, else `project.output-dir` of its `_quarto.yml`, else ROOT/_site."
     return Path(out) if out is not None else Path(root)/((cfg.get("project") or {}).get("output-dir") or "_site")
 
+def _copy_site_files(root, out, nav: dict, pages: list):
+    ("Write the shared assets (plotly.js, MathJax, the stylesheet) into `out`, and copy there the local files "
+     "the navigation links to and every page's source (under `_sources/`).")
+    (out/"assets").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(plotly_js(), out/"assets"/"plotly.min.js")
+    shutil.copytree(mathjax_dir(), out/"assets"/"mathjax", dirs_exist_ok=True)
+    (out/"assets"/"site.css").write_text(site_css(), encoding="utf-8")
+    for f in nav_files(nav, pages): (out/f).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/f, out/f)
+    for p in pages:
+        (out/"_sources"/p).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/p, out/"_sources"/p)
+
+# %% ../nbs/91_site.ipynb #63d42686
 def build_site(root=".", out=None) -> list[Path]:
     """Render every page `_quarto.yml` at `root` lists into `out` (default: its `project.output-dir`, else `_site`); the
     pages written, in `project.render` order. A notebook whose front matter says `print-pdf: true` is also printed to a
@@ -659,13 +678,7 @@ def build_site(root=".", out=None) -> list[Path]:
     nav = site_nav(cfg, pages, titles, root)
     fmt = cfg.get("format") if isinstance(cfg.get("format"), dict) else {}
     toc = isinstance(fmt.get("html"), dict) and bool(fmt["html"].get("toc"))
-    (out/"assets").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(plotly_js(), out/"assets"/"plotly.min.js")
-    shutil.copytree(mathjax_dir(), out/"assets"/"mathjax", dirs_exist_ok=True)
-    (out/"assets"/"site.css").write_text(site_css(), encoding="utf-8")
-    for f in nav_files(nav, pages): (out/f).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/f, out/f)
-    for p in pages:
-        (out/"_sources"/p).parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(root/p, out/"_sources"/p)
+    _copy_site_files(root, out, nav, pages)
     exporter = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
     written, pdfs, docs = [], [], {}
     for p in pages:
@@ -702,6 +715,7 @@ def require_browser() -> str:
     if missing: raise RuntimeError(f"headless browser checks need {' and '.join(missing)}; {INSTALL_HINT}")
     return CHROMIUM
 
+# %% ../nbs/91_site.ipynb #e38de611
 RAW_TEX_JS = r"""() => {
   const walk = document.createTreeWalker(document.querySelector('main') || document.body, NodeFilter.SHOW_TEXT),
         bad = [];
@@ -729,6 +743,7 @@ LOCAL_PATH = re.compile(r"(?:/root/|/home/\w|/tmp/\w|[\w.-]+/site-packages/)\S*"
 # the section sign is escaped and "notes" bracketed, so that this pattern cites nothing itself
 OUTSIDE_DOC = re.compile(r"DESIGN \u00a7|notes \u00a7|\b[Ii]ssue \d+|prior system's note[s]")
 
+# %% ../nbs/91_site.ipynb #a50ff2fa
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a): pass
 
@@ -740,6 +755,37 @@ def serve(directory):
     try: yield f"http://127.0.0.1:{srv.server_address[1]}/"
     finally: srv.shutdown(); srv.server_close(); t.join(5)
 
+# %% ../nbs/91_site.ipynb #4d51bc5a
+def _record_page(page, page_path: str, r: dict, shots, timeout_ms):
+    ("Fill `r`, the record of page `page_path` loaded in `page`: typeset math and TeX errors, raw TeX, local paths "
+     "and outside references in its text, drawn figures (a screenshot into `shots`), layout, captions, tables, menu "
+     "links and code blocks.")
+    if page.locator("script[src*='MathJax.js']").count():
+        page.wait_for_selector("html[data-math=done]", state="attached", timeout=timeout_ms)
+        r["math"] = page.locator("span.MathJax").count()
+        r["errors"] += [f"TeX error: {t}"
+                        for t in page.locator(".MathJax .merror, .MathJax .noError").all_inner_texts()]
+    r["raw_tex"] = page.evaluate(RAW_TEX_JS)
+    shown = page.evaluate(SHOWN_TEXT_JS)                        # prose and outputs, not source code
+    r["local_paths"], r["outside_refs"] = LOCAL_PATH.findall(shown), OUTSIDE_DOC.findall(shown)
+    r["plots"] = page.locator("div.plotly-graph-div").count()
+    if r["plots"]:
+        page.wait_for_selector("svg.main-svg", timeout=timeout_ms)
+        page.wait_for_function("() => [...document.querySelectorAll('div.plotly-graph-div')]"
+                               ".every(d => d.querySelector('svg.main-svg'))", timeout=timeout_ms)
+        r["drawn"] = page.evaluate("() => [...document.querySelectorAll('div.plotly-graph-div')]"
+                                   ".filter(d => d.querySelector('svg.main-svg')).length")
+        if shots is not None:
+            shot = Path(shots)/(page_path.replace("/", "__") + ".png")
+            page.screenshot(path=str(shot), full_page=True); r["screenshot"] = shot
+    page.wait_for_timeout(100)                                  # let late console errors arrive
+    r.update(page.evaluate(LAYOUT_JS))
+    r["captions"], r["tables"] = page.evaluate(CAPTIONS_JS), page.locator("main table").count()
+    r["menu"] = _menu_links(page)
+    r["code_blocks"], r["copy_buttons"] = (page.locator("main pre").count(),
+                                           page.locator("main pre button.copy").count())
+
+# %% ../nbs/91_site.ipynb #9b476723
 def _check_pages(out, pages, shots, timeout_ms, width) -> dict:
     from playwright.sync_api import sync_playwright
     res = {}
@@ -761,35 +807,13 @@ def _check_pages(out, pages, shots, timeout_ms, width) -> dict:
                 resp = page.goto(base + page_path, wait_until="load", timeout=timeout_ms)
                 if resp is None or not resp.ok:
                     r["errors"].append(f"HTTP {resp.status if resp else '?'} for {page_path}")
-                if page.locator("script[src*='MathJax.js']").count():
-                    page.wait_for_selector("html[data-math=done]", state="attached", timeout=timeout_ms)
-                    r["math"] = page.locator("span.MathJax").count()
-                    r["errors"] += [f"TeX error: {t}"
-                                    for t in page.locator(".MathJax .merror, .MathJax .noError").all_inner_texts()]
-                r["raw_tex"] = page.evaluate(RAW_TEX_JS)
-                shown = page.evaluate(SHOWN_TEXT_JS)                        # prose and outputs, not source code
-                r["local_paths"], r["outside_refs"] = LOCAL_PATH.findall(shown), OUTSIDE_DOC.findall(shown)
-                r["plots"] = page.locator("div.plotly-graph-div").count()
-                if r["plots"]:
-                    page.wait_for_selector("svg.main-svg", timeout=timeout_ms)
-                    page.wait_for_function("() => [...document.querySelectorAll('div.plotly-graph-div')]"
-                                           ".every(d => d.querySelector('svg.main-svg'))", timeout=timeout_ms)
-                    r["drawn"] = page.evaluate("() => [...document.querySelectorAll('div.plotly-graph-div')]"
-                                               ".filter(d => d.querySelector('svg.main-svg')).length")
-                    if shots is not None:
-                        shot = Path(shots)/(page_path.replace("/", "__") + ".png")
-                        page.screenshot(path=str(shot), full_page=True); r["screenshot"] = shot
-                page.wait_for_timeout(100)                                  # let late console errors arrive
-                r.update(page.evaluate(LAYOUT_JS))
-                r["captions"], r["tables"] = page.evaluate(CAPTIONS_JS), page.locator("main table").count()
-                r["menu"] = _menu_links(page)
-                r["code_blocks"], r["copy_buttons"] = (page.locator("main pre").count(),
-                                                       page.locator("main pre button.copy").count())
+                _record_page(page, page_path, r, shots, timeout_ms)
                 res[page_path] = r
                 ctx.close()
         finally: browser.close()
     return res
 
+# %% ../nbs/91_site.ipynb #2809c8aa
 def check_pages(out, pages=None, screenshots=None, timeout_ms: int = 20_000, width: int = 1280) -> dict:
     """Open each built page (paths relative to `out`, default: every .html) in headless Chromium, WIDTH px wide;
     {page: {'errors', 'external', 'plots', 'drawn', 'math', 'raw_tex', 'local_paths', 'outside_refs', 'sideways', 'cut',
