@@ -137,12 +137,14 @@ def _lr_lambda(steps: int, warmup_frac: float):
     return lambda i: (i + 1) / warm if i < warm else 0.5 * (1 + math.cos(math.pi * (i - warm) / max(1, steps - warm)))
 
 def reference_frout(run_dir) -> list[float]:
-    "The per-update routed fraction of a finished reference run (index u-1 for update u)."
+    "The per-update routed fraction of a finished reference run (index u-1 for update u; 0 where it had no gradient)."
     rows = read_jsonl(Path(run_dir)/"metrics.jsonl")
     if not rows: raise FileNotFoundError(f"reference run {run_dir} has no metrics.jsonl: run the route2b arm first")
-    if not all(math.isfinite(r.get("frout", float("nan"))) for r in rows):
+    frout = [0.0 if r.get("live_groups") == 0 else r.get("frout", float("nan"))
+             for r in sorted(rows, key=lambda r: r["update"])]
+    if not all(map(math.isfinite, frout)):
         raise ValueError(f"reference run {run_dir} has no routed fraction on every update (is it a route2b run?)")
-    return [r["frout"] for r in sorted(rows, key=lambda r: r["update"])]
+    return frout
 
 class NonFiniteLoss(FloatingPointError): "A loss or gradient norm that is NaN or infinite: the run stops."
 
