@@ -1,12 +1,12 @@
 """Unpack a device snapshot of a grid (scripts/grid_snapshot.py's state.tar.gz) into the committed form of that grid.
 
-Only complete runs are taken, as the repository keeps them: config.json, status.json, metrics.jsonl, the evaluations
-gzipped (eval/<state>.json.gz), the executed notebook gzipped beside the run (<run>.ipynb.gz) and, once written, the
-scores of its checkpoints (eval_curve.jsonl, with its notebook gzipped; a curve still being scored is left out).
-Checkpoints and trainer states stay out, and so do the rollout logs, except those of the runs the --rollouts patterns
-name (from the snapshot's rollouts_N.tar.gz files, passed after the state). The grid's record (<grid>.json or
-answer.json) is replaced by the snapshot's, which holds every process's cells. A run that is already committed is left
-alone unless its files differ, which is an error: a complete run never changes.
+Only complete runs (in the snapshot or already committed) are taken, as the repository keeps them: config.json,
+status.json, metrics.jsonl, the evaluations gzipped (eval/<state>.json.gz), the executed notebook gzipped beside the run
+(<run>.ipynb.gz) and, once written, the scores of its checkpoints (eval_curve.jsonl, with its notebook gzipped; a curve
+still being scored is left out). Checkpoints and trainer states stay out, and so do the rollout logs, except those of
+the runs the --rollouts patterns name (from the snapshot's rollouts_N.tar.gz files, passed after the state). The grid's
+record (<grid>.json or answer.json) is replaced by the snapshot's, which holds every process's cells. A run that is
+already committed is left alone unless its files differ, which is an error: a complete run never changes.
 
 Usage: python scripts/grid_unpack.py runs/answer STATE_TAR_GZ [ROLLOUTS_TAR_GZ ...] [--rollouts 'route2b_*' ...]
 """
@@ -29,6 +29,7 @@ def unpack(tars: list[Path], grid: Path, rollouts: list[str]) -> tuple[int, int]
     prefix = f"{grid.as_posix().rstrip('/')}/"
     complete = {n[len(prefix):-len("/status.json")] for n, b in files.items()
                 if n.startswith(prefix) and n.endswith("/status.json") and json.loads(b).get("complete")}
+    complete |= {s.parent.name for s in grid.glob("*/status.json") if json.loads(s.read_text()).get("complete")}
     scored = {n[len(prefix):-len("/eval_curve.jsonl")] for n in files if n.endswith("/eval_curve.jsonl")}
     added = same = 0
     for name, data in sorted(files.items()):

@@ -12,7 +12,7 @@ Then every logged rollout of one grid run is replayed through both paths with `g
 must equal the logged one. Also measured: the wall time of one sandbox run of `pass`, old and new alternated.
 
 Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm.py [--workers 16]
-(writes warm.md and warm.json beside it)
+(writes warm.md and warm.json beside it, or NAME.md and NAME.json with --name NAME)
 """
 import argparse, json, os, pickle, platform, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -31,8 +31,11 @@ BATCH = """
 import pickle, sys, time
 import gradient_quarantine
 from gradient_quarantine.rewards import grade_many
+from gradient_quarantine import sandbox
 assert gradient_quarantine.__file__.startswith(sys.argv[3]), \
 f"imported {gradient_quarantine.__file__}, not {sys.argv[3]}"
+assert sandbox.engine_problem() is None, f"the batch would measure the fallback: {sandbox.engine_problem()}"
+assert sandbox.sandbox_path() == "cold" or sandbox.warm_problem() is None, f"no warm workers: {sandbox.warm_problem()}"
 jobs, timeout_s, workers = pickle.load(open(sys.argv[1], "rb"))
 grade_many(jobs[:workers], timeout_s=timeout_s, workers=workers)
 t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s, workers=workers); seconds = time.monotonic() - t0
@@ -44,7 +47,8 @@ def batch(root: Path, jobs, timeout_s: float, env: dict, workers: int) -> tuple[
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, workers)))
         subprocess.run([sys.executable, "-c", BATCH, f"{tmp}/jobs", f"{tmp}/out", str(root)], check=True, cwd=tmp,
-                       env={**os.environ, "PYTHONPATH": str(root), "GQ_GRADE_WORKERS": str(workers), **env})
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+                            "GQ_GRADE_WORKERS": str(workers), **env})
         return pickle.loads((Path(tmp)/"out").read_bytes())
 
 def serial(jobs, timeout_s: float) -> dict:
@@ -82,6 +86,7 @@ def main():
                     help="wall limit per program of the canonical and pocket workloads and the replay, none of which "
                          "hangs: generous, so that a loaded machine cannot time one out (the hostile mix: 3 s)")
     ap.add_argument("--skip-replay", action="store_true", help="a quick run: no replay of every logged rollout")
+    ap.add_argument("--name", default="warm", help="the results' file names beside this script: NAME.md and NAME.json")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
     assert sandbox.engine_problem() is None and sandbox.warm_problem() is None, (
@@ -179,7 +184,7 @@ def write(rows, host, args):
             f"kernel {host['kernel']}.\n")
     print(text)
     here = Path(__file__).parent
-    (here/"warm.md").write_text("# Grading cost: a fresh bubblewrap per program vs warm workers\n\n" + text)
-    (here/"warm.json").write_text(json.dumps({"rows": rows, **host}, indent=1) + "\n")
+    (here/f"{args.name}.md").write_text("# Grading cost: a fresh bubblewrap per program vs warm workers\n\n" + text)
+    (here/f"{args.name}.json").write_text(json.dumps({"rows": rows, **host}, indent=1) + "\n")
 
 if __name__ == "__main__": main()
