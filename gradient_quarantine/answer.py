@@ -12,7 +12,8 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc',
            'gate_auroc', 'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms',
            'held_out_tests', 'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading',
-           'partial_held_out', 'horizon_figure', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
+           'partial_held_out', 'horizon_figure', 'sample_gain', 'json_safe', 'arm_summary', 'answer_record',
+           'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -494,6 +495,17 @@ def horizon_figure(runs_dir, seeds, cells=HORIZON_CELLS):
     fig.update_xaxes(title_text="optimizer updates completed")
     fig.update_yaxes(range=[0, 1], row=1, col=1, title_text="rate")
     return fig.update_layout(height=380, margin=dict(t=40), legend=dict(orientation="h", y=-0.25))
+
+# %% ../nbs/90b_answer.ipynb #4649572a
+def sample_gain(a: dict, b: dict, k: int = 4, n_problems: int = 468) -> dict:
+    """For per-seed deploy rates A and B of two arms: the variance of their paired differences over the common seeds,
+    the bound on its share from one sample per problem, and the least ratio of interval widths K samples could give."""
+    seeds = sorted(set(a) & set(b))
+    d = np.array([a[s] - b[s] for s in seeds])
+    variance = float(d.var(ddof=1))
+    sampling = float(np.mean([a[s] * (1 - a[s]) + b[s] * (1 - b[s]) for s in seeds])) / n_problems
+    ratio = math.sqrt(max(variance - (1 - 1 / k) * sampling, 0.0) / variance)
+    return {"seeds": len(seeds), "variance": variance, "sampling_at_most": sampling, "width_ratio_at_least": ratio}
 
 # %% ../nbs/90b_answer.ipynb #8c502ed0
 def json_safe(x):
