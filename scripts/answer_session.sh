@@ -22,7 +22,8 @@ if [ ! -d $work ]; then
   echo "restored $(ls $work/runs/answer | wc -l) entries into $work/runs/answer"
 fi
 cd $work
-python3 -c "from gradient_quarantine import sandbox as s; print('engine problem:', s.engine_problem(), '| warm:', s.warm_problem())"
+python3 -c "from gradient_quarantine import sandbox as s
+print('engine problem:', s.engine_problem(), '| warm workers problem:', s.warm_problem())"
 done_before() { grep -q "answer grid done: .* 0 failed" runs/answer/logs/answer.out 2>/dev/null; }
 if ! pgrep -f "scripts/run_answer.py" >/dev/null && ! done_before; then
   setsid nohup python3 scripts/run_answer.py --jobs ${JOBS:-12} >> runs/answer/logs/answer.out 2>&1 < /dev/null &
