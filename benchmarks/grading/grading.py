@@ -41,12 +41,17 @@ LOGGED_LABELS = ("reward", "gt_correct", "exploited", "channel", "passed", "can_
 BATCH = """
 import pickle, sys, time
 import gradient_quarantine
+from gradient_quarantine import sandbox
 from gradient_quarantine.rewards import grade_many
-assert gradient_quarantine.__file__.startswith(sys.argv[3]), \
+assert gradient_quarantine.__file__.startswith(sys.argv[3]), \\
 f"imported {gradient_quarantine.__file__}, not the snapshot {sys.argv[3]}"
-jobs, timeout_s, warmup = pickle.load(open(sys.argv[1], "rb"))
-grade_many(jobs[:warmup], timeout_s=timeout_s)
-t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s); seconds = time.monotonic() - t0
+path = sandbox.sandbox_path()
+assert path == "legacy" or sandbox.engine_problem() is None, \\
+f"{path} would measure the fallback: {sandbox.engine_problem()}"
+assert path != "warm" or sandbox.warm_problem() is None, f"no warm workers: {sandbox.warm_problem()}"
+jobs, timeout_s, workers = pickle.load(open(sys.argv[1], "rb"))
+grade_many(jobs[:workers], timeout_s=timeout_s, workers=workers)
+t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s, workers=workers); seconds = time.monotonic() - t0
 pickle.dump((seconds, grades), open(sys.argv[2], "wb"))
 """
 
@@ -92,14 +97,17 @@ def serial(jobs, boxes, timeout_s: float) -> dict:
             out[arm]["grades"].append(g)
     return out
 
-def batch(root: Path, jobs, timeout_s: float, env: dict) -> tuple[float, list]:
-    ("Seconds of one `grade_many` over all jobs in a child process importing the package from `root` "
-     "(after a warm-up batch), and its grades.")
+def batch(root: Path, jobs, timeout_s: float, env: dict, workers: int | None = None) -> tuple[float, list]:
+    ("Seconds of one `grade_many` on WORKERS processes (default: every core) over all jobs in a child process "
+     "importing the package from `root` (after a warm-up batch), and its grades; the child asserts that ENV's "
+     "sandbox runs.")
+    workers = workers or os.cpu_count()
     # also its working directory: `python -c` puts that first on sys.path, before PYTHONPATH
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, os.cpu_count())))
+        (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, workers)))
         subprocess.run([sys.executable, "-c", BATCH, f"{tmp}/jobs", f"{tmp}/out", str(root)], check=True, cwd=tmp,
-                       env={**os.environ, "PYTHONPATH": str(root), **env})
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
+                            "GQ_GRADE_WORKERS": str(workers), **env})
         return pickle.loads((Path(tmp)/"out").read_bytes())
 
 def pooled(box, jobs, timeout_s: float) -> tuple[float, list]:

@@ -14,11 +14,11 @@ must equal the logged one. Also measured: the wall time of one sandbox run of `p
 Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm.py [--workers 16]
 (writes warm.md and warm.json beside it, or NAME.md and NAME.json with --name NAME)
 """
-import argparse, json, os, pickle, platform, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, platform, statistics, sys, time
 from pathlib import Path
 from unittest import mock
 sys.path.insert(0, str(Path(__file__).parent))
-from grading import HOSTILE, LOGGED_LABELS, REPO, alternated, check_logged, differences, pocket_jobs, snapshot
+from grading import HOSTILE, LOGGED_LABELS, REPO, alternated, batch, check_logged, differences, pocket_jobs, snapshot
 from gradient_quarantine import sandbox
 from gradient_quarantine.problems import load_leetcode, assign_modes
 from gradient_quarantine.results import GRID_DIR
@@ -27,29 +27,6 @@ from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
 ENVS = {"old": {"GQ_SANDBOX": "cold"}, "new": {"GQ_SANDBOX": "warm"}}
 RUNS = {"old": sandbox._run_bwrap, "new": sandbox._run_warm}
 RACING = ("memory bomb",)  # fills 1 GB in 1-2 s: at a 3 s limit on a busy machine, timed out or MemoryError first
-BATCH = """
-import pickle, sys, time
-import gradient_quarantine
-from gradient_quarantine.rewards import grade_many
-from gradient_quarantine import sandbox
-assert gradient_quarantine.__file__.startswith(sys.argv[3]), \
-f"imported {gradient_quarantine.__file__}, not {sys.argv[3]}"
-assert sandbox.engine_problem() is None, f"the batch would measure the fallback: {sandbox.engine_problem()}"
-assert sandbox.sandbox_path() == "cold" or sandbox.warm_problem() is None, f"no warm workers: {sandbox.warm_problem()}"
-jobs, timeout_s, workers = pickle.load(open(sys.argv[1], "rb"))
-grade_many(jobs[:workers], timeout_s=timeout_s, workers=workers)
-t0 = time.monotonic(); grades = grade_many(jobs, timeout_s=timeout_s, workers=workers); seconds = time.monotonic() - t0
-pickle.dump((seconds, grades), open(sys.argv[2], "wb"))
-"""
-
-def batch(root: Path, jobs, timeout_s: float, env: dict, workers: int) -> tuple[float, list]:
-    "Seconds of one `grade_many` over all jobs in a child process importing the package from `root`, and its grades."
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp)/"jobs").write_bytes(pickle.dumps((jobs, timeout_s, workers)))
-        subprocess.run([sys.executable, "-c", BATCH, f"{tmp}/jobs", f"{tmp}/out", str(root)], check=True, cwd=tmp,
-                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
-                            "GQ_GRADE_WORKERS": str(workers), **env})
-        return pickle.loads((Path(tmp)/"out").read_bytes())
 
 def serial(jobs, timeout_s: float) -> dict:
     "Each job graded once per path in this process, alternating which goes first: wall seconds and grades per path."
