@@ -6,9 +6,9 @@
 __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORTED_FILES', 'MAX_WALK_DEPTH', 'MAX_PROCESSES',
            'MAX_OPEN_FILES', 'SANDBOX_UID_RANGE', 'WORKDIR_BYTES', 'WORKDIR_INODES', 'SCRATCH_BYTES',
            'REPORT_CAP_BYTES', 'SANDBOX_MODULES', 'MODULES_DIR', 'WORKDIR', 'WORLD_WRITABLE_DIRS', 'MS_NOSUID',
-           'MS_NODEV', 'MNT_DETACH', 'WARM_CAPS', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS', 'MS_NOEXEC', 'MS_REC',
-           'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup', 'WarmWorkerDied', 'WarmWorker',
-           'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
+           'MS_NODEV', 'MNT_DETACH', 'UID_LEASES', 'WARM_CAPS', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS',
+           'MS_NOEXEC', 'MS_REC', 'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup',
+           'WarmWorkerDied', 'WarmWorker', 'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c003sb
 import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig
@@ -230,20 +230,21 @@ def _files_in(workdir: Path) -> dict[str, bytes]:
     return files
 
 # %% ../nbs/00a_sandbox.ipynb #c030sb
+def _status_uid(pid: str | int) -> int | None:
+    "The real uid of a live (not zombie) process, from its status; None once it is gone or a zombie."
+    try:
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+        try: status = os.read(fd, 4096)  # the whole file, ~1.5 KB; State and Uid are near its top
+        finally: os.close(fd)
+    except OSError: return None
+    state, uid = status.find(b"\nState:"), status.find(b"\nUid:")
+    if uid < 0 or (state >= 0 and status[state + 7:state + 16].split()[:1] in ([b"Z"], [b"X"])): return None
+    return int(status[uid + 5:uid + 40].split()[0])
+
 def _proc_uids() -> dict[int, int]:
     "pid -> real uid of every live (not zombie) process visible in /proc."
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit(): continue
-        try:
-            fd = os.open(f"/proc/{d}/status", os.O_RDONLY)
-            try: status = os.read(fd, 4096)  # the whole file, ~1.5 KB; State and Uid are near its top
-            finally: os.close(fd)
-        except OSError: continue
-        state, uid = status.find(b"\nState:"), status.find(b"\nUid:")
-        if uid < 0 or (state >= 0 and status[state + 7:state + 16].split()[:1] in ([b"Z"], [b"X"])): continue
-        out[int(d)] = int(status[uid + 5:uid + 40].split()[0])
-    return out
+    uids = {int(d): _status_uid(d) for d in os.listdir("/proc") if d.isdigit()}
+    return {p: u for p, u in uids.items() if u is not None}
 
 # %% ../nbs/00a_sandbox.ipynb #c034sb
 def _pids_with_token(token: str) -> list[int]:
@@ -281,11 +282,37 @@ def _read_head(path: Path, n: int) -> bytes:
     finally: os.close(fd)
 
 # %% ../nbs/00a_sandbox.ipynb #c037sb
+UID_LEASES = Path(tempfile.gettempdir())/"gq_sandbox_uids"  # one locked file per uid a run holds, machine-wide
+
+def _lease(uid: int) -> int | None:
+    "An open, locked lease file for `uid` (its descriptor), or None while another live process holds the lease."
+    UID_LEASES.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(UID_LEASES/str(uid), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+# %% ../nbs/00a_sandbox.ipynb #c037bsb
+_LEASED: dict[int, int] = {}  # uid -> the descriptor of its lease, for this process's runs
+_LEASED_LOCK = threading.Lock()
+
 def _fresh_uid() -> int:
-    used = set(_proc_uids().values())
+    "A uid for one run: drawn at random, leased so that no other run draws it until `_release_uid` gives it back."
     while True:
         uid = secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0]
-        if uid not in used: return uid
+        with _LEASED_LOCK:
+            if uid in _LEASED or (fd := _lease(uid)) is None: continue
+            _LEASED[uid] = fd
+            return uid
+
+def _release_uid(uid: int, gone: bool):
+    "The run of `uid` is over: give its lease back, and remove the lease's file once no process of it is left (`gone`)."
+    with _LEASED_LOCK:
+        if (fd := _LEASED.pop(uid, None)) is None: return
+        if gone: (UID_LEASES/str(uid)).unlink(missing_ok=True)
+        os.close(fd)
 
 # %% ../nbs/00a_sandbox.ipynb #c039sb
 def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> int | None:
@@ -379,7 +406,7 @@ _JOIN_CGROUP = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125
 
 # %% ../nbs/00a_sandbox.ipynb #c048sb
 def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
-    token, uid = secrets.token_hex(8), _fresh_uid()
+    token, uid, gone = secrets.token_hex(8), _fresh_uid(), False
     trusted = Path(tempfile.mkdtemp(prefix="gq_trusted_"))
     workdir = trusted/"work"; workdir.mkdir()
     _mount_tmpfs(workdir, uid)
@@ -399,6 +426,7 @@ def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
             wall = time.monotonic() - t0
             if cgroup: cgroup.remove()
             _kill_all(proc.pid, uid, token)
+            gone = True
             proc.wait()
         read = lambda name, n=OUTPUT_CAP_BYTES: _read_head(trusted/name, n)
         if returncode is not None and read("started") != b"1":
@@ -409,6 +437,7 @@ def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
                          files=_files_in(workdir), report=read("report", REPORT_CAP_BYTES + 1), wall_s=wall,
                          isolation="bwrap", uid=uid, limits=cgroup.kind if cgroup else "rlimit")
     finally:
+        _release_uid(uid, gone)
         if cgroup: cgroup.remove()
         _unmount(workdir)
         shutil.rmtree(trusted)
@@ -475,7 +504,7 @@ def _remove_files_of(uid: int):
 # %% ../nbs/00a_sandbox.ipynb #c056sb
 def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
     token = secrets.token_hex(8)
-    uid = _fresh_uid() if os.geteuid() == 0 else None
+    uid, gone = _fresh_uid() if os.geteuid() == 0 else None, False
     trusted, workdir = Path(tempfile.mkdtemp(prefix="gq_trusted_")), Path(tempfile.mkdtemp(prefix="gq_run_"))
     try:
         if uid is not None: os.chown(workdir, uid, uid)
@@ -496,13 +525,14 @@ def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
             _kill_all(proc.pid, uid, token)
             if returncode is None: proc.wait()
         files = _files_in(workdir)
-        if uid is not None: _remove_files_of(uid)
+        if uid is not None: _remove_files_of(uid); gone = True
         read = lambda name, n=OUTPUT_CAP_BYTES: _read_head(trusted/name, n)
         return RunResult(returncode=returncode, stdout=read("stdout").decode("utf-8", "replace"),
                          stderr=read("stderr").decode("utf-8", "replace"), timed_out=returncode is None, files=files,
                          report=read("report", REPORT_CAP_BYTES + 1), wall_s=wall,
                          isolation="uid" if uid is not None else "session", uid=uid, limits="rlimit")
     finally:
+        if uid is not None: _release_uid(uid, gone)
         shutil.rmtree(trusted, ignore_errors=True)
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(workdir)], check=False)
 
@@ -645,6 +675,22 @@ def _zygote_source() -> str:
              "sys.argv[:] = ['-']\n_zygote()\n")  # as `python -I -S -` has them
     return imports + _shipped_source(_ZYGOTE_CONSTANTS, _ZYGOTE_FUNCTIONS) + start
 
+# %% ../nbs/00a_sandbox.ipynb #w12bsb
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")  # the kernel lists children
+
+def _descendants(pid: int) -> set[int]:
+    "Every live descendant of `pid`, down each thread's list of the children it forked."
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        try: threads = os.listdir(f"/proc/{parent}/task")
+        except OSError: continue  # gone meanwhile
+        for tid in threads:
+            try: children = {int(c) for c in Path(f"/proc/{parent}/task/{tid}/children").read_text().split()}
+            except OSError: continue
+            todo += children - found; found |= children
+    return found
+
 # %% ../nbs/00a_sandbox.ipynb #w13sb
 class WarmWorkerDied(OSError): pass
 
@@ -705,11 +751,11 @@ def _limit_memory(self: WarmWorker, memory_mb: int):
     for f in files if memory_mb < self.memory_mb else files[::-1]: Path(self.cgroup.dirs[0], f).write_text(value)
     self.memory_mb = memory_mb
 
-# %% ../nbs/00a_sandbox.ipynb #w15sb
+# %% ../nbs/00a_sandbox.ipynb #w14bsb
 @patch
-def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
-    "Run one program through this worker's zygote; WarmWorkerDied if the worker dies or wedges meanwhile."
-    uid, body = _fresh_uid(), source.encode("utf-8", "surrogatepass")
+def _exchange(self: WarmWorker, uid: int, source: str, timeout_s: float, memory_mb: int) -> tuple[dict, list[bytes]]:
+    "Send one request (the run's uid, its limits, the source) and read the whole reply: its metadata and blobs."
+    body = source.encode("utf-8", "surrogatepass")
     try: self._limit_memory(memory_mb)
     except OSError as e: raise WarmWorkerDied(f"warm worker {self.proc.pid}: its cgroup refused the limit: {e}") from e
     head = json.dumps({"uid": uid, "cpu_s": int(timeout_s) + 1, "memory_mb": memory_mb, "timeout_s": timeout_s,
@@ -720,9 +766,29 @@ def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 
     except OSError as e: raise WarmWorkerDied(f"warm worker {self.proc.pid} does not read: {e}") from e
     deadline = time.monotonic() + timeout_s + WEDGED_S
     meta = json.loads(self._read(struct.unpack("!I", self._read(4, deadline))[0], deadline))
-    blobs = [self._read(n, deadline) for n in meta["sizes"]]
-    if stray := [p for p, u in _proc_uids().items() if u == uid]:
-        raise WarmWorkerDied(f"warm worker {self.proc.pid}: processes {stray} of uid {uid} outlived their namespace")
+    return meta, [self._read(n, deadline) for n in meta["sizes"]]
+
+# %% ../nbs/00a_sandbox.ipynb #w15sb
+@patch
+def processes_of(self: WarmWorker, uid: int) -> list[int]:
+    ("Live processes of `uid` among the worker's: its cgroup's (no process of a run can leave it), else bubblewrap's "
+     "descendants, else (a kernel without the children lists) all the machine's.")
+    if self.cgroup is not None: pids = self.cgroup.pids()
+    elif _PROC_CHILDREN: pids = _descendants(self.proc.pid)
+    else: return [p for p, u in _proc_uids().items() if u == uid]
+    return [p for p in pids if _status_uid(p) == uid]
+
+@patch
+def run(self: WarmWorker, source: str, timeout_s: float = 3.0, memory_mb: int = 1024) -> RunResult:
+    "Run one program through this worker's zygote; WarmWorkerDied if the worker dies or wedges meanwhile."
+    uid, gone = _fresh_uid(), False
+    try:
+        meta, blobs = self._exchange(uid, source, timeout_s, memory_mb)
+        if stray := self.processes_of(uid):
+            raise WarmWorkerDied(f"warm worker {self.proc.pid}: processes {stray} of uid {uid} outlived their "
+                                 "namespace")
+        gone = True
+    finally: _release_uid(uid, gone)
     if meta["returncode"] is not None and not meta["started"]:
         raise WarmWorkerDied(f"warm worker {self.proc.pid} did not start the program: {self.stderr()!r}")
     return RunResult(returncode=meta["returncode"], stdout=blobs[0].decode("utf-8", "replace"),
