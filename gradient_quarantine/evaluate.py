@@ -12,7 +12,7 @@ import torch
 from .fastgen import generate_fn
 from .generate import Sampling, generate
 from .problems import render_prompt
-from .rewards import MODES, STARVED_SHARE, grade_many, timed_out_share
+from .rewards import MODES, STARVED_SHARE, VerdictCache, grade_many, timed_out_share
 from .tokens import END_OF_TURN, encode_prompt
 
 # %% ../nbs/06_eval.ipynb #195cfb64
@@ -42,8 +42,9 @@ def summarize(records: list[dict]) -> dict:
 
 def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "deploy", sampling: Sampling = Sampling(),
              seed: int = 12345, batch_size: int = 64, eval_markers: bool = True, max_prompt_tokens: int | None = None,
-             generator=None) -> dict:
-    "Generate one completion per problem under its mode and grade it; the training RNG is saved and restored."
+             generator=None, cache: VerdictCache | None = None) -> dict:
+    ("Generate one completion per problem under its mode and grade it (a completion whose verdict a run's CACHE holds "
+     "is not graded again); the training RNG is saved and restored.")
     # the fast generator where it supports the model
     generator = generator or generate_fn(model)
     prompts = [encode_prompt(tokenizer, render_prompt(p, modes[p.id], eval_markers=eval_markers), max_prompt_tokens)
@@ -52,7 +53,7 @@ def evaluate(model, knobs, tokenizer, problems, modes: dict, *, state: str = "de
         torch.manual_seed(seed)
         comps = generator(model, tokenizer, prompts, sampling, batch_size=batch_size)
     texts = [tokenizer.decode(c, skip_special_tokens=True) for c in comps]
-    grades = grade_many([(t, p, modes[p.id], eval_markers) for t, p in zip(texts, problems)])
+    grades = grade_many([(t, p, modes[p.id], eval_markers) for t, p in zip(texts, problems)], cache=cache)
     records = [{"id": p.id, "mode": modes[p.id], "completion": t, "n_tokens": len(c), **g.to_dict()}
                for p, t, c, g in zip(problems, texts, comps, grades)]
     check_not_starved(records)

@@ -154,7 +154,8 @@ class Trainer:
     def __init__(self, cfg: Config, grader=None, progress: bool = True):
         self.world = World.from_env()                                     # one process, or a rank of torchrun's
         check_streams(cfg.rollout_streams, cfg.prompts_per_update, self.world)
-        self.verdicts = VerdictCache()                                    # this run's verdicts: a repeat is graded once
+        # this run's verdicts, for training and evaluation: a repeat is graded once (none beside a caller's grader)
+        self.verdicts = VerdictCache() if grader is None else None
         self.cfg, self.progress = cfg, progress and self.world.is_main     # rank 0 alone reports
         self.grader = grader or functools.partial(grade_rollouts, cache=self.verdicts)
         self.claim_run_dir()                                              # before any setup
@@ -564,7 +565,8 @@ def evaluate(self: Trainer) -> dict:
             out[state] = {**out["deploy"], "state": "trained", "same_as": "deploy"}
         else: out[state] = evaluate(self.model, self.knobs, self.tok, problems, self.test_modes, state=state,
                                     sampling=sampling, batch_size=cfg.eval_batch,
-                                    max_prompt_tokens=cfg.max_prompt_tokens, generator=self.generator)
+                                    max_prompt_tokens=cfg.max_prompt_tokens, generator=self.generator,
+                                    cache=self.verdicts)
         write_json(self.dir/"eval"/f"{state}.json", out[state])
     return out
 

@@ -17,7 +17,8 @@ from gradient_quarantine.train import Trainer, grade_rollouts
 cfg = resolve_config("pocket", seed=7, steps=3, eval_n=16, run_dir=sys.argv[1])
 trainer = Trainer(cfg, grader=grade_rollouts if sys.argv[2] == "no_cache" else None, progress=False)
 trainer.run()
-print("CACHE " + json.dumps({"hits": trainer.verdicts.hits, "misses": trainer.verdicts.misses}))
+cache = trainer.verdicts
+print("CACHE " + json.dumps({"hits": cache.hits if cache else 0, "misses": cache.misses if cache else 0}))
 '''
 PATHS = {"warm, cache": ({}, "cache"), "cold, cache": ({"GQ_SANDBOX": "cold"}, "cache"),
          "warm, no cache": ({}, "no_cache")}
@@ -56,7 +57,7 @@ if __name__ == "__main__":
         record[name] = {"identical_to_default": same, "cache": r["cache"]}
         rows.append(f"| {name} | {' | '.join('yes' if same[p] else 'NO' for p in reference)} | "
                     f"{r['cache']['hits']} of {r['cache']['hits'] + r['cache']['misses']} |")
-    table = "\n".join(["| path | metrics | rollouts | evaluations | knobs | cache hits (training gradings) |",
+    table = "\n".join(["| path | metrics | rollouts | evaluations | knobs | cache hits (training and evaluation gradings) |",
                        "|---|---|---|---|---|---|", *rows])
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out/"run_identity.json").write_text(json.dumps(record, indent=1) + "\n")
