@@ -9,18 +9,19 @@ the first grid's monitoring subset (nbs/07_eval_curve.ipynb) once the run is com
 Every cell is `papermill nbs/05_train.ipynb runs/answer/<cell>_s<seed>.ipynb`. Workers take the ready cell of lowest
 (tranche, seed, position), tranche 3 by split first, then the horizon, so a grid cut short holds the lowest seeds of
 every cell; a matched control becomes ready when the route2b run it matches is complete. A complete
-cell is skipped, so rerunning resumes. Worker i runs on GPU i mod --gpus (CUDA_VISIBLE_DEVICES). runs/answer/answer.json
-records the host and every cell's command, GPU, times and exit code.
+cell is skipped, so rerunning resumes. Worker i runs on GPU i mod --gpus (CUDA_VISIBLE_DEVICES); on a GPU host the runs
+share the GPUs through a CUDA MPS daemon (gradient_quarantine.launch.mps_daemon; --no-mps: without one).
+runs/answer/answer.json records the host and every cell's command, GPU, times and exit code.
 
 Usage, from the repository root (GPU host or CPU):
-    python scripts/run_answer.py --jobs 12 [--gpus 2] [--dry-run] [--seeds 100-119] [--tranches 1,2,3]
+    python scripts/run_answer.py --jobs 12 [--gpus 2] [--no-mps] [--dry-run] [--seeds 100-119] [--tranches 1,2,3]
 On a SLURM cluster (from a login node, with the repository on a shared filesystem), every cell a job of its own,
 submitted by submitit in waves (a matched control after its route2b run; nbs/05g_launch.ipynb):
     python scripts/run_answer.py --slurm PARTITION [--cpus-per-job 8] [--timeout-min 240] [--tranches ...]
 """
-import argparse, heapq, json, os, platform, subprocess, sys, threading, time
+import argparse, contextlib, heapq, json, os, platform, subprocess, sys, threading, time
 from pathlib import Path
-from gradient_quarantine.launch import GridJob, grid_executor, papermill_command, submit_grid
+from gradient_quarantine.launch import GridJob, grid_executor, mps_daemon, papermill_command, submit_grid
 from gradient_quarantine.answer import (HELD_OUT_SPLITS, HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS,
                                         TRANCHE3, TRANCHE3_SEEDS)
 
@@ -171,6 +172,7 @@ if __name__ == "__main__":
     ap.add_argument("--seeds", type=seed_range, default=seed_range("100-119"), help="tranche 1's seeds, e.g. 100-119")
     ap.add_argument("--tranches", default="1,2,3", help="which tranches, e.g. 1 or 1,2")
     ap.add_argument("--gpus", type=int, default=gpu_count(), help="GPUs to spread the workers over (0: leave as is)")
+    ap.add_argument("--no-mps", action="store_true", help="on a GPU host, run without a CUDA MPS daemon")
     ap.add_argument("--dry-run", action="store_true", help="print the papermill commands without running them")
     ap.add_argument("--slurm", metavar="PARTITION", help="submit every cell as a SLURM job on this partition instead")
     ap.add_argument("--cpus-per-job", type=int, default=8, help="with --slurm: cores per cell (its graders)")
@@ -184,4 +186,8 @@ if __name__ == "__main__":
                                  timeout_min=a.timeout_min)
         outcome = submit_grid(jobs, executor, Path.cwd(), ANSWER_DIR/"logs")
         sys.exit(1 if any(v != "ok" for v in outcome.values()) else 0)
-    sys.exit(1 if Answer(cells, a.jobs, a.gpus, a.dry_run).run() else 0)
+    shared = a.gpus and not (a.no_mps or a.dry_run)
+    with mps_daemon(ANSWER_DIR/"logs"/"mps") if shared else contextlib.nullcontext({}) as mps:
+        os.environ.update(mps)                                  # every run joins the daemon (none without it)
+        failed = Answer(cells, a.jobs, a.gpus, a.dry_run).run()
+    sys.exit(1 if failed else 0)
