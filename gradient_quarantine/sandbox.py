@@ -297,12 +297,24 @@ def _lease(uid: int) -> int | None:
 # %% ../nbs/00a_sandbox.ipynb #c037bsb
 _LEASED: dict[int, int] = {}  # uid -> the descriptor of its lease, for this process's runs
 _LEASED_LOCK = threading.Lock()
+_SWEPT: list[int] = []       # the pid of this process once it has swept the stale leases
+
+def _sweep_stale_leases():
+    "Delete every lease file that no live process holds and whose uid no live process has (one scan of /proc)."
+    UID_LEASES.mkdir(mode=0o700, exist_ok=True)
+    used = set(_proc_uids().values())
+    for name in os.listdir(UID_LEASES):
+        if not name.isdigit() or int(name) in used or int(name) in _LEASED: continue
+        if (fd := _lease(int(name))) is not None:
+            (UID_LEASES/name).unlink(missing_ok=True)
+            os.close(fd)
 
 def _fresh_uid() -> int:
     "A uid for one run: drawn at random, leased so that no other run draws it until `_release_uid` gives it back."
     while True:
         uid = secrets.randbelow(SANDBOX_UID_RANGE[1] - SANDBOX_UID_RANGE[0]) + SANDBOX_UID_RANGE[0]
         with _LEASED_LOCK:
+            if _SWEPT != [os.getpid()]: _sweep_stale_leases(); _SWEPT[:] = [os.getpid()]  # once per process
             if uid in _LEASED or (fd := _lease(uid)) is None: continue
             _LEASED[uid] = fd
             return uid
