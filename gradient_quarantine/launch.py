@@ -76,8 +76,9 @@ def grid_executor(kind: str, folder, *, partition: str | None = None, gpus_per_j
 MPS_CONTROL = "nvidia-cuda-mps-control"
 
 def mps_env(folder) -> dict[str, str]:
-    "The variables that point a process at the MPS daemon whose pipes and logs are under FOLDER."
-    return {"CUDA_MPS_PIPE_DIRECTORY": str(Path(folder)/"mps_pipe"), "CUDA_MPS_LOG_DIRECTORY": str(Path(folder)/"mps_log")}
+    "The variables that point a process at the MPS daemon whose pipes and logs are under FOLDER (made absolute)."
+    folder = Path(folder).resolve()                  # a run's kernel may start in another working directory
+    return {"CUDA_MPS_PIPE_DIRECTORY": str(folder/"mps_pipe"), "CUDA_MPS_LOG_DIRECTORY": str(folder/"mps_log")}
 
 @contextlib.contextmanager
 def mps_daemon(folder):
