@@ -549,8 +549,9 @@ def _run_legacy(source: str, timeout_s: float, memory_mb: int) -> RunResult:
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(workdir)], check=False)
 
 # %% ../nbs/00a_sandbox.ipynb #w02sb
-WARM_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH", "CAP_NET_ADMIN")  # never a program's
-WARM_PROCESSES = 5      # bwrap, its reaper, the zygote, its child and the namespace's init, besides MAX_PROCESSES
+WARM_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_DAC_READ_SEARCH", "CAP_NET_ADMIN",
+             "CAP_KILL")  # never a program's
+WARM_PROCESSES = 4      # bwrap, its reaper, the zygote and the namespace's init, besides MAX_PROCESSES
 WEDGED_S = 10.0         # a worker silent this long past a program's timeout is wedged: killed and replaced
 PRE_IMPORTS = ("typing", "functools", "collections", "string", "math", "datetime", "itertools", "heapq", "bisect",
                "operator", "re", "json")  # what the harness and setup code import; not `random` (seeded per program)
@@ -613,62 +614,78 @@ def _warm_program(req: dict, source: str, fds: dict):
     _leave(0)
 
 # %% ../nbs/00a_sandbox.ipynb #w07sb
-def _warm_init(req: dict, source: str, fds: dict):
-    "PID 1 of the program's namespace: its /proc, the program as PID 2, reap until it ends; its exit kills the rest."
-    try:
-        _warm_mount(b"proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        os.setsid()
-        program = os.fork()
-        if program == 0: _warm_program(req, source, fds)
-        while True:
-            pid, status = os.waitpid(-1, 0)
-            if pid == program: os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
-    except BaseException: os._exit(125)
-
 def _warm_namespaces(uid: int):
-    "New mount, IPC, PID (for the children) and network namespaces, and fresh tmpfs for the program's writable places."
-    _libc_check(_libc.unshare(_NEWNS | _NEWIPC | _NEWPID | _NEWNET), "unshare")
+    "New mount, IPC and network namespaces, a /proc of the PID namespace, fresh tmpfs for the program's writable dirs."
+    _libc_check(_libc.unshare(_NEWNS | _NEWIPC | _NEWNET), "unshare")
     _warm_mount(None, "/", MS_REC | MS_PRIVATE)
+    _warm_mount(b"proc", "/proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _loopback_up()
     work = f"size={WORKDIR_BYTES},nr_inodes={WORKDIR_INODES},mode=0700,uid={uid},gid={uid}".encode()
     _warm_mount(b"tmpfs", WORKDIR, MS_NOSUID | MS_NODEV, work)
     for d in ("/tmp", "/dev/shm"):
         _warm_mount(b"tmpfs", d, MS_NOSUID | MS_NODEV, f"size={SCRATCH_BYTES},mode=1777".encode())
 
+def _on_alarm(signum, frame): raise TimeoutError
+
+def _wait_program(program: int, timeout_s: float) -> int | None:
+    "As the init: reap children (orphans too) until the program ends; its wait status, or None at the timeout."
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == program: return status
+    except TimeoutError: return None
+    finally: signal.setitimer(signal.ITIMER_REAL, 0)
+
+def _kill_namespace():
+    "As the init: SIGKILL every other process of the namespace and reap until no child, hence no process, is left."
+    while True:
+        try: os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError: pass  # none left to signal
+        try: os.waitpid(-1, 0)
+        except ChildProcessError: return
+
 # %% ../nbs/00a_sandbox.ipynb #w08sb
 def _warm_serve():
-    "One program, in a fresh child of the zygote: read the request, isolate, run it to its end or timeout, reply, exit."
+    "The init of a fresh PID namespace, forked by the zygote: read the request, isolate, run the program, kill, reply."
     if (head := _read_exact(0, 4)) is None: os._exit(3)  # the grader closed the pipe: the worker ends
     req = json.loads(_read_exact(0, struct.unpack("!I", head)[0]))
     source = _read_exact(0, req["size"]).decode("utf-8", "surrogatepass")
     _warm_namespaces(req["uid"])
+    os.setsid()
     fds = {name: os.memfd_create(name, 0) for name in ("stdout", "stderr", "report", "started")}
     t0 = time.monotonic()
-    if (init := os.fork()) == 0: _warm_init(req, source, fds)
-    watch = select.poll(); watch.register(os.pidfd_open(init), select.POLLIN)
-    if not (exited := bool(watch.poll(req["timeout_s"] * 1000))): os.kill(init, signal.SIGKILL)
-    _, status = os.waitpid(init, 0)  # the init is gone, so is every process of the namespace
+    if (program := os.fork()) == 0: _warm_program(req, source, fds)
+    status = _wait_program(program, req["timeout_s"])
+    _kill_namespace()
     wall = time.monotonic() - t0
+    code = None if status is None else os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
     blobs = [os.pread(fds["stdout"], OUTPUT_CAP_BYTES, 0), os.pread(fds["stderr"], OUTPUT_CAP_BYTES, 0),
              os.pread(fds["report"], REPORT_CAP_BYTES + 1, 0)]
     files = _files_in(Path(WORKDIR))
-    meta = json.dumps({"returncode": os.waitstatus_to_exitcode(status) if exited else None, "wall_s": wall,
-                       "started": os.pread(fds["started"], 1, 0) == b"1", "names": list(files),
-                       "sizes": [len(b) for b in blobs + list(files.values())]}).encode()
+    meta = json.dumps({"returncode": code, "wall_s": wall, "started": os.pread(fds["started"], 1, 0) == b"1",
+                       "names": list(files), "sizes": [len(b) for b in blobs + list(files.values())]}).encode()
     for blob in (struct.pack("!I", len(meta)) + meta, *blobs, *files.values()):
         view = memoryview(blob)
         while view: view = view[os.write(1, view):]
     os._exit(0)
 
+# %% ../nbs/00a_sandbox.ipynb #w08bsb
 def _zygote():
-    "The worker's loop: fork a fresh child per program from this pristine process, which never reads a request."
+    "The worker's loop: fork a fresh init per program from this pristine process, which never reads a request."
     os.chdir("/")
+    own_pids = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:
+        _libc_check(_libc.unshare(_NEWPID), "unshare")  # the next child is PID 1 of a new PID namespace
         if (child := os.fork()) == 0:
-            try: _warm_serve()
+            try:
+                os.close(own_pids)
+                _warm_serve()
             except BaseException:
                 sys.excepthook(*sys.exc_info())
                 os._exit(1)
+        _libc_check(_libc.setns(own_pids, _NEWPID), "setns")  # children in its own again: the next unshare is fresh
         if os.waitpid(child, 0)[1] != 0: return  # the pipe closed, or the child failed: the worker ends
 
 # %% ../nbs/00a_sandbox.ipynb #w09sb
@@ -676,7 +693,7 @@ _ZYGOTE_CONSTANTS = (*_CONFINE_CONSTANTS, "OUTPUT_CAP_BYTES", "FILE_HEAD_BYTES",
                      "WORKDIR_BYTES", "WORKDIR_INODES", "SCRATCH_BYTES", "REPORT_CAP_BYTES", "MODULES_DIR", "MS_NOSUID",
                      "MS_NODEV", "MS_NOEXEC", "MS_REC", "MS_PRIVATE", "_NEWNS", "_NEWIPC", "_NEWPID", "_NEWNET")
 _ZYGOTE_FUNCTIONS = (*_CONFINE_FUNCTIONS, _files_in, _warm_mount, _read_exact, _loopback_up, _exit_status, _leave,
-                     _warm_program, _warm_init, _warm_namespaces, _warm_serve, _zygote)
+                     _warm_program, _warm_namespaces, _on_alarm, _wait_program, _kill_namespace, _warm_serve, _zygote)
 
 @functools.cache
 def _zygote_source() -> str:
