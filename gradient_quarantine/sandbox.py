@@ -698,7 +698,7 @@ _ZYGOTE_FUNCTIONS = (*_CONFINE_FUNCTIONS, _files_in, _warm_mount, _read_exact, _
 @functools.cache
 def _zygote_source() -> str:
     "The warm worker's program: imports, constants, the zygote's functions (their source here), then its loop."
-    imports = ("import os, sys, site, resource, ctypes, json, struct, time, select, signal, stat, fcntl, socket\n"
+    imports = ("import os, sys, site, resource, ctypes, json, struct, time, signal, stat, fcntl, socket\n"
                f"import atexit, {', '.join(PRE_IMPORTS)}\nfrom pathlib import Path\n")
     start = ("site.setquit(); site.setcopyright(); site.sethelper()\nsys.path.append(MODULES_DIR)\n"
              "sys.argv[:] = ['-']\n_zygote()\n")  # as `python -I -S -` has them
