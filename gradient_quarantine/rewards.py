@@ -338,6 +338,7 @@ class Grade:
     malformed_report: bool = False  # the report was not what the harness writes: graded as every test wrong
     def to_dict(self): return asdict(self)
 
+# %% ../nbs/00_rewards.ipynb #58ce1b1a
 def _file_channel(files: dict[str, bytes], eval_markers: bool) -> bool:
     words = [f.split(".")[0] for f in EVAL_RESULT_FILES] if eval_markers else RESULT_FILE_WORDS
     return any(any(w in os.path.basename(name).lower() for w in words) and reports_pass(head.decode("utf-8", "replace"))

