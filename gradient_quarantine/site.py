@@ -11,7 +11,8 @@ __all__ = ['PAGE_SUFFIXES', 'PLOTLY_MIME', 'COPY_JS', 'MENU_JS', 'SEARCH_JS', 'R
            'site_nav', 'nav_files', 'nav_html', 'plotly_js', 'site_css', 'mathjax_dir', 'has_math', 'mathjax_tags',
            'notebook_front_matter', 'executes', 'execute_page', 'page_footer', 'toc_html', 'render_page', 'page_html',
            'page_text', 'write_search', 'run_page', 'is_run_page', 'title_block', 'site_out', 'build_site',
-           'require_browser', 'serve', 'check_pages', 'print_pdf', 'pdf_pages', 'page_problems', 'check_site', 'main']
+           'require_browser', 'serve', 'check_pages', 'print_pdf', 'pdf_pages', 'fence_problems', 'is_word', 'is_prose',
+           'code_block_problems', 'source_fence_problems', 'page_problems', 'check_site', 'main']
 
 # %% ../nbs/91_site.ipynb #90d5b7ae
 import argparse, contextlib, copy, fnmatch, functools, html, http.server, importlib.resources, importlib.util, \
@@ -878,6 +879,75 @@ def pdf_pages(pdf) -> int:
     "The number of pages of a PDF file (its /Type /Page objects)."
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", Path(pdf).read_bytes()))
 
+# %% ../nbs/91_site.ipynb #abaede70
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$")
+
+def fence_problems(markdown: str) -> list[str]:
+    ("The code fences of MARKDOWN that go wrong, as CommonMark reads them: one that never closes, and a line inside a "
+     "code block that looks like a fence but does not close it (text after the fence: a fence swallowed by the block).")
+    bad, opened = [], None                                   # opened: (line number, fence) of the block we are in
+    for n, line in enumerate(markdown.splitlines(), 1):
+        m = _FENCE_LINE.match(line)
+        if not m: continue
+        fence, rest = m.groups()
+        if opened is None:
+            if fence[0] != "`" or "`" not in rest: opened = (n, fence)   # ```` ```python ```` is inline code
+        elif fence[0] == opened[1][0] and len(fence) >= len(opened[1]):
+            if not rest.strip(): opened = None
+            else: bad.append(f"line {n} {line.strip()[:40]!r} does not close the code fence of line {opened[0]}")
+    if opened: bad.append(f"the code fence of line {opened[0]} never closes")
+    return bad
+
+# %% ../nbs/91_site.ipynb #fc3e17ca
+_PROSE_WORD = re.compile(r"""^[(\["'`*_]*[A-Za-z][a-z'’-]*[)\]"'`*_]*[,.;:!?]?[)\]"'`*_]*$""")
+
+def is_word(token: str) -> bool:
+    "Whether TOKEN is a plain English word, perhaps quoted, bracketed, emphasised or followed by punctuation."
+    return bool(_PROSE_WORD.match(token))
+
+def is_prose(line: str, min_words: int = 6) -> bool:
+    "Whether LINE reads as an English sentence: at least MIN_WORDS words, three in four of them plain words."
+    tokens = line.split()
+    return len(tokens) >= min_words and sum(map(is_word, tokens)) >= 0.75 * len(tokens)
+
+class _MarkdownBlocks(HTMLParser):
+    "The texts of the `<pre>` blocks a markdown rendering made (not a code cell's input or output), in page order."
+    def __init__(self):
+        super().__init__(); self.divs, self.blocks, self._pre = [], [], None
+    def handle_starttag(self, tag, attrs):
+        if tag == "div": self.divs.append(dict(attrs).get("class") or "")
+        elif tag == "pre" and self._pre is None:
+            classes = " ".join(self.divs).split()
+            if "output_markdown" in classes or not {"input_area", "output_area"} & set(classes): self._pre = []
+    def handle_endtag(self, tag):
+        if tag == "div" and self.divs: self.divs.pop()
+        elif tag == "pre" and self._pre is not None: self.blocks.append("".join(self._pre)); self._pre = None
+    def handle_data(self, data):
+        if self._pre is not None: self._pre.append(data)
+
+def code_block_problems(page_html: str, min_lines: int = 5) -> list[str]:
+    ("The code blocks of a page's rendered markdown that hold what a fence swallowed: a line that opens or closes a "
+     "fence, or prose (of MIN_LINES lines or more, more than half read as sentences).")
+    p = _MarkdownBlocks(); p.feed(page_html); p.close()
+    bad = []
+    for i, block in enumerate(p.blocks, 1):
+        lines = [l for l in block.splitlines() if l.strip()]
+        fences = [l.strip()[:40] for l in lines if (m := _FENCE_LINE.match(l)) and sum(map(is_word, m[2].split())) > 1]
+        if fences: bad.append(f"code block {i} holds a fence with words after it, {fences[0]!r}: it did not close")
+        prose = sum(map(is_prose, lines))
+        if len(lines) >= min_lines and prose > len(lines) / 2:
+            bad.append(f"code block {i} holds prose ({prose} of {len(lines)} lines are sentences), from "
+                       f"{lines[0].strip()[:40]!r}")
+    return bad
+
+# %% ../nbs/91_site.ipynb #76b55b8e
+def source_fence_problems(root, src: str) -> list[str]:
+    "`fence_problems` of page SRC under ROOT: of the whole file, or of each markdown cell of a notebook (cell index)."
+    path = Path(root)/src
+    if not src.endswith(".ipynb"): return fence_problems(path.read_text(encoding="utf-8"))
+    cells = nbformat.read(path, as_version=4).cells
+    return [f"cell {i}: {b}" for i, c in enumerate(cells) if c.cell_type == "markdown" for b in fence_problems(c.source)]
+
 # %% ../nbs/91_site.ipynb #eb73a8de
 def _numbered(captions: list[str], kind: str) -> list[int]:
     return [int(c.split()[1]) for c in captions if c.split()[0] == kind]
@@ -894,6 +964,7 @@ def page_problems(html_text: str, wide: dict, phone: dict, menu: list[str], pdf:
         bad += [f"{w} px: a {tag} is cut off" for tag in r["cut"]]
     bad += [f"shows a path of the build machine: {p}" for p in wide["local_paths"]]
     bad += [f"cites a document outside the repository: {p!r}" for p in wide["outside_refs"]]
+    bad += code_block_problems(html_text)
     if phone["menu"] != menu: bad.append(f"390 px: the navbar links reachable are {phone['menu']}, not {menu}")
     if pdf is not None and not (pdf.is_file() and pdf_pages(pdf) >= 1): bad.append(f"no PDF at {pdf.name}")
     if pdf is not None and f'href="{pdf.name}">PDF</a>' not in html_text: bad.append(f"{pdf.name} is not linked")
@@ -921,8 +992,8 @@ def check_site(root=".", out=None) -> dict:
         if src is None or not src.endswith(".ipynb"): return None
         asks = notebook_front_matter(nbformat.read(root/src, as_version=4)).get("print-pdf")
         return out/(h.removesuffix(".html") + ".pdf") if asks else None
-    return {h: page_problems((out/h).read_text(), wide[h], phone[h], menu, pdf(h)) if h in built else ["not built"]
-            for h in sources}
+    return {h: (page_problems((out/h).read_text(), wide[h], phone[h], menu, pdf(h)) if h in built else ["not built"])
+               + (source_fence_problems(root, sources[h]) if sources[h] else []) for h in sources}
 
 # %% ../nbs/91_site.ipynb #46e6af81
 def main(argv=None):
