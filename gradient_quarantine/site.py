@@ -946,7 +946,8 @@ def source_fence_problems(root, src: str) -> list[str]:
     path = Path(root)/src
     if not src.endswith(".ipynb"): return fence_problems(path.read_text(encoding="utf-8"))
     cells = nbformat.read(path, as_version=4).cells
-    return [f"cell {i}: {b}" for i, c in enumerate(cells) if c.cell_type == "markdown" for b in fence_problems(c.source)]
+    return [f"cell {i}: {b}" for i, c in enumerate(cells) if c.cell_type == "markdown"
+            for b in fence_problems(c.source)]
 
 # %% ../nbs/91_site.ipynb #eb73a8de
 def _numbered(captions: list[str], kind: str) -> list[int]:
