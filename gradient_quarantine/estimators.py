@@ -53,12 +53,14 @@ def family_counts(n_families: int, n_draws: int, rng: np.random.Generator) -> np
 class Grid:
     """0/1 outcomes of several cells on the same seeds (rows) and test problems (columns), with one set of bootstrap
     draws (seeds, then problem families) shared by every statistic read from it. OUTCOMES is {cell: {outcome: array}};
-    FAMILIES and MODES (optional) label the problems."""
-    def __init__(self, outcomes: dict, families, modes=None, n_draws: int = 10_000, seed: int = 0):
+    FAMILIES and MODES (optional) label the problems, SEED_LABELS the seeds (0, 1, ... when None)."""
+    def __init__(self, outcomes: dict, families, modes=None, n_draws: int = 10_000, seed: int = 0, seed_labels=None):
         shapes = {np.shape(y) for by_outcome in outcomes.values() for y in by_outcome.values()}
         if len(shapes) != 1: raise ValueError(f"every cell and outcome needs one (seeds, problems) shape, got {shapes}")
         (self.n_seeds, n_problems), = shapes
         if self.n_seeds < 2: raise ValueError(f"a bootstrap over seeds needs 2 seeds or more, got {self.n_seeds}")
+        self.seed_labels = list(range(self.n_seeds)) if seed_labels is None else list(seed_labels)
+        if len(self.seed_labels) != self.n_seeds: raise ValueError(f"{len(self.seed_labels)} seed labels")
         if len(families) != n_problems or (modes is not None and len(modes) != n_problems):
             raise ValueError(f"{n_problems} problems, {len(families)} family labels")
         bad = [(c, o) for c, v in outcomes.items() for o, y in v.items() if not ((y == 0) | (y == 1)).all()]
@@ -209,7 +211,7 @@ def subset(self: Grid, keep=None, cells=None) -> "Grid":
     keep = np.ones(self.n_seeds, bool) if keep is None else np.asarray(keep, bool)
     if keep.shape != (self.n_seeds,): raise ValueError(f"KEEP must have one flag per seed ({self.n_seeds})")
     return Grid({c: {o: y[keep] for o, y in self.outcomes[c].items()} for c in (cells or self.outcomes)},
-                self.families, self.modes, self.n_draws, self.seed)
+                self.families, self.modes, self.n_draws, self.seed, [s for s, k in zip(self.seed_labels, keep) if k])
 
 @patch
 def conditional(self: Grid, a: str, b: str, outcome: str, reference: str = "vanilla", level: float = 0.95) -> dict:
@@ -240,4 +242,4 @@ def read_grid(runs_dir, cells, seeds, state: str = "deploy", n_draws: int = 10_0
             rows.append(values)
         outcomes[c] = {o: np.stack([r[o] for r in rows]) for o in OUTCOMES}
     family = {p.id: family_of(p) for p in pocket_problems("test")}
-    return Grid(outcomes, [family[i] for i in first[0]], first[1], n_draws, seed)
+    return Grid(outcomes, [family[i] for i in first[0]], first[1], n_draws, seed, seeds)
