@@ -71,7 +71,8 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="a few jobs of each workload; writes nothing")
     ap.add_argument("--rounds", type=int, default=2, help="grade_many batches per arm and workload (ABBA order)")
     ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts in the timed workload")
-    ap.add_argument("--timeout", type=float, default=10.0, help="wall limit per program")
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="wall limit per program (the slowest canonical solutions take 2-3 s alone, more on a busy host)")
     ap.add_argument("--baseline", default=BASELINE, help="the commit whose package is the unfiltered arm")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
