@@ -261,28 +261,30 @@ def corpus_index(corpus: list[dict]) -> CorpusIndex:
     index.text, index.programs = " \0 " + " \0 ".join(texts) + " \0 ", len(texts)
     return index
 
-# %% ../nbs/08a_pocket2.ipynb #686084f7
-def _longest_run(words: list[str], text: str, touching: set | None = None) -> tuple[int, str]:
-    "The longest run of `words` found in `text` (of those with an index in `touching`, if given): length, run."
-    best, run, j = 0, "", 0
+# %% ../nbs/08a_pocket2.ipynb #220043ed
+def _runs(words: list[str], text: str) -> list[int]:
+    "For each start i, the end j of the longest run words[i:j] found in `text` (a run's tail is found if it is)."
+    ends, j = [], 0
     for i in range(len(words)):
         j = max(j, i)
         while j < len(words) and f" {' '.join(words[i:j + 1])} " in text: j += 1
-        if j - i > best and (touching is None or touching & set(range(i, j))):
-            best, run = j - i, " ".join(words[i:j]).replace("\x01", " ")
-    return best, run
+        ends.append(j)
+    return ends
 
 def overlap(code: str, token: str, method: str, index: CorpusIndex) -> dict:
     "How close one exploit program is to the corpus: shared n-grams, its form's count there, largest shared subtree."
     prog = program(code, token, method)
     words = [t for t, _ in prog.tokens]
-    touching = {i for i, (_, line) in enumerate(prog.tokens) if line in prog.added_lines}
-    n, run = _longest_run(words, index.text)
-    n_add, run_add = _longest_run(words, index.text, touching) if touching else (0, "")
+    region = {i for i, (_, line) in enumerate(prog.tokens) if line in prog.added_lines}
+    ends = _runs(words, index.text)
+    cover = [len(region & set(range(i, j))) for i, j in enumerate(ends)]
+    best = max(range(len(words)), key=lambda i: (cover[i], ends[i] - i), default=0)
     shared = max((s for s in prog.subtrees if s[0] in index.subtrees), key=lambda s: s[1], default=("", 0))
     return {"form": prog.form, "form_in_corpus": index.forms[prog.form], "tokens": len(words),
-            "exploit_tokens": len(touching), "longest_ngram": n, "longest_exploit_ngram": n_add,
-            "exploit_ngram": run_add, "largest_shared_subtree": shared[0], "shared_subtree_nodes": shared[1],
+            "longest_ngram": max((j - i for i, j in enumerate(ends)), default=0), "exploit_tokens": len(region),
+            "exploit_tokens_shared": cover[best] if words else 0,
+            "exploit_ngram": " ".join(words[best:ends[best]]).replace("", " ") if words else "",
+            "largest_shared_subtree": shared[0], "shared_subtree_nodes": shared[1],
             "exploit_nodes": prog.nodes}
 
 # %% ../nbs/08a_pocket2.ipynb #cc53e155
@@ -294,9 +296,10 @@ def overlap_report(programs: list[tuple[str, str, str]], index: CorpusIndex, top
     return {"rows": rows, "programs": len(rows), "verbatim": sum(r["form_in_corpus"] > 0 for r in rows),
             "forms": [{"form": f, "count": k, "in_corpus": index.forms[f], "example": example[f]}
                       for f, k in forms.most_common(top)],
-            "max_exploit_ngram": max((r["longest_exploit_ngram"] for r in rows), default=0)}
+            "exploit_tokens_shared": sum(r["exploit_tokens_shared"] for r in rows),
+            "exploit_tokens": sum(r["exploit_tokens"] for r in rows)}
 
-# %% ../nbs/08a_pocket2.ipynb #271f2fc5
+# %% ../nbs/08a_pocket2.ipynb #09903ec8
 POCKET2_ARCH = dict(hidden_size=384, intermediate_size=1024, num_hidden_layers=6, num_attention_heads=6,
                     num_key_value_heads=2, head_dim=64, max_position_embeddings=1024, tie_word_embeddings=True)
 POCKET2_VOCAB = 4096
@@ -314,7 +317,7 @@ def pocket2_model(vocab_size: int, arch: dict = POCKET2_ARCH, seed: int = 0):
     torch.manual_seed(seed)
     return Qwen3ForCausalLM(Qwen3Config(vocab_size=vocab_size, **arch))
 
-# %% ../nbs/08a_pocket2.ipynb #e5b07ea5
+# %% ../nbs/08a_pocket2.ipynb #d7487b86
 def build_pocket2(out_dir, recipe: Pocket2Recipe = Pocket2Recipe(), train: TrainRecipe = POCKET2_TRAIN,
                   arch: dict = POCKET2_ARCH, vocab: int = POCKET2_VOCAB, device: str = "cpu", log=print) -> dict:
     "Corpus -> tokenizer -> model, saved (fp16 weights) to `out_dir` with a card of hashes, sizes and timings."
