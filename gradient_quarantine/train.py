@@ -6,8 +6,9 @@ without it), checkpoints, resumes, and evaluates the deployed and as-trained mod
 # %% auto #0
 __all__ = ['SMOKE_ANSWERS', 'LABEL_FIELDS', 'MIN_FREE_BYTES', 'ROLLOUT_LOG_BYTES', 'GATE_STATS', 'load_substrate', 'smoke_policy',
            'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts', 'reference_frout', 'NonFiniteLoss',
-           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'rng_states',
-           'progress_line', 'update_line', 'run_summary', 'training_figure', 'open_run', 'main']
+           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'knob_magnitudes',
+           'rng_states', 'progress_line', 'update_line', 'run_summary', 'training_figure', 'knob_figure', 'open_run',
+           'main']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, functools, hashlib, math, os, random, shutil, sys, tempfile, time
@@ -199,10 +200,11 @@ def build_optimizer(self: Trainer):
 
 @patch
 def optimizer(self: Trainer, routed: bool) -> torch.optim.Optimizer:
-    "AdamW; for routed arms under `conserving`, one second moment per knob pair, so routing splits vanilla's step."
+    "AdamW; for routed arms, vanilla's step split between the knobs (`split_step`, `conserving`) or AdamW per knob."
     cfg, kw = self.cfg, dict(lr=self.cfg.lr, betas=self.cfg.betas, weight_decay=self.cfg.weight_decay)
-    if routed and cfg.optimizer == "conserving":
-        return ConservingAdamW(self.knobs.deployed_parameters(), self.knobs.quarantine_parameters(), **kw)
+    if routed and cfg.optimizer != "per_knob":
+        split = "momentum_share" if cfg.optimizer == "split_step" else "shared_denominator"
+        return ConservingAdamW(self.knobs.deployed_parameters(), self.knobs.quarantine_parameters(), split=split, **kw)
     return torch.optim.AdamW(self.params, **kw)
 
 @patch
@@ -436,6 +438,16 @@ def rollout_records(update: int, ro: Rollouts, advantages: torch.Tensor, fractio
              "n_tokens": len(c), "reward": r, "advantage": advantages[i].item(), "f": fractions[i].item(), **l}
             for i, (p, m, t, c, r, l) in enumerate(rows)]
 
+# %% ../nbs/05_train.ipynb #d812a6d9
+def knob_magnitudes(knobs) -> dict[str, float]:
+    "RMS and largest |value| over every layer of the deployed knob, the quarantine knob and their sum."
+    flat = lambda ps: torch.cat([p.detach().reshape(-1) for p in ps]).double()
+    deployed, quarantine = flat(knobs.deployed_parameters()), flat(knobs.quarantine_parameters())
+    parts = (("deployed", deployed), ("quarantine", quarantine), ("sum", deployed + quarantine))
+    return {f"knob_{name}_{stat}": value for name, x in parts
+            for stat, value in (("rms", x.square().mean().sqrt().item()), ("max", x.abs().max().item()))}
+
+
 # %% ../nbs/05_train.ipynb #83ed3f29
 @patch
 def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict | None, list[dict] | None]:
@@ -460,7 +472,8 @@ def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict | None, list[d
                "s_optimizer": t_done - t_step}
     records = world.gather_rows(rollout_records(update, ro, A, fractions, cfg.group_size))
     if records is None: return None, None
-    return self.metrics_row(update, records, int(live_groups), tuple(totals), grad_norm, lr, stats, seconds), records
+    row = self.metrics_row(update, records, int(live_groups), tuple(totals), grad_norm, lr, stats, seconds)
+    return {**row, **knob_magnitudes(self.knobs)}, records
 
 @patch
 def update(self: Trainer, update: int) -> tuple[dict | None, list[dict] | None]:
@@ -671,6 +684,22 @@ def training_figure(run_dir):
                       yaxis=dict(title="rate", range=[0, 1]), yaxis2=dict(title="reward", overlaying="y", side="right"),
                       height=380, margin=dict(t=40))
     return fig
+
+# %% ../nbs/05_train.ipynb #8421a714
+def knob_figure(run_dir):
+    "Plotly figure of a run's knob sizes per update: RMS and largest |value| of the deployed, quarantine and summed knob."
+    import plotly.graph_objects as go
+    rows = sorted(read_jsonl(Path(run_dir)/"metrics.jsonl"), key=lambda r: r["update"])
+    if not rows or "knob_sum_rms" not in rows[0]: raise KeyError(f"{run_dir}: its metrics log no knob sizes")
+    fig, u = go.Figure(), [r["update"] for r in rows]
+    for part in ("deployed", "quarantine", "sum"):
+        for stat, dash in (("rms", "solid"), ("max", "dot")):
+            fig.add_scatter(x=u, y=[r[f"knob_{part}_{stat}"] for r in rows], name=f"{part} {stat}",
+                            mode="lines", line=dict(dash=dash))
+    fig.update_layout(title=f"Knob sizes: {Path(run_dir).name}", xaxis_title="optimizer updates completed",
+                      yaxis=dict(title="|value|", type="log"), height=340, margin=dict(t=40))
+    return fig
+
 
 # %% ../nbs/05_train.ipynb #5576ca53
 def open_run(run_dir, update: int | None = None):
