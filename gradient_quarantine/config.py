@@ -56,7 +56,7 @@ class Config:
 
 # %% ../nbs/04b_config.ipynb #cfg007
 PRESETS = ("smoke", "pocket", "full")
-ARMS = ("vanilla", "route2b", "random_v", "uniform", "gt_only")
+ARMS = ("vanilla", "route2b", "random_v", "uniform", "gt_only", "gate_advantage")
 ROUTED_ARMS = ("route2b", "random_v", "uniform")
 LEGACY_VALUES = {"optimizer": "per_knob"}   # what a config saved before a field existed ran with
 # the routed arms' optimisers: split vanilla's step by momentum share (the default); the first conserving design, one
@@ -130,6 +130,9 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     for m in cfg.modes + cfg.pair_modes: check_mode(m)
     if cfg.uniform_f is not None and (cfg.arm != "uniform" or not 0 <= cfg.uniform_f <= 1):
         raise ValueError(f"uniform_f={cfg.uniform_f} needs arm='uniform' and a value in [0, 1]")
+    if cfg.arm == "gate_advantage" and cfg.kl_beta:
+        raise ValueError(f"arm 'gate_advantage' scales each rollout's advantage by 1 - f by discarding the routed share "
+                         f"of its gradient, which would also scale the KL term: it needs kl_beta=0, got {cfg.kl_beta}")
     needs_reference = cfg.arm == "random_v" or cfg.arm == "uniform" and cfg.uniform_f is None
     if needs_reference and not cfg.reference_run:
         raise ValueError(f"arm {cfg.arm!r} matches a reference run's routed fraction: pass reference_run=<run dir of a "
