@@ -4,16 +4,17 @@
 
 # %% auto #0
 __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'HORIZON_SEEDS', 'HORIZON_STEPS', 'HORIZON_EVERY',
-           'HORIZON', 'TRANCHE3', 'MATCHED_TO', 'Z80', 'ANSWER_ARMS', 'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS',
-           'CONFOUND_TESTS', 'TRANCHE2_CELLS', 'TRANCHE2_LABELS', 'HORIZON_CELLS', 'split_cells', 'z_two_sided',
-           'detectable_difference', 'seed_rates', 'seed_mean', 'problem_weights', 'seed_counts', 'weighted_means',
-           'arm_means', 'bootstrap_difference', 'two_sided_p', 'tost_p', 'holm', 'timeout_share', 'complete_seeds',
-           'outcome_matrix', 'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary',
-           'tranche2_tests', 'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc',
-           'gate_auroc', 'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms',
-           'held_out_tests', 'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading',
-           'partial_held_out', 'horizon_figure', 'sample_gain', 'json_safe', 'arm_summary', 'answer_record',
-           'compute_answer']
+           'HORIZON', 'TRANCHE3', 'MATCHED_TO', 'CONFIRM_DIR', 'TRANCHE4_SEEDS', 'TRANCHE4_SPLIT_SEEDS',
+           'TRANCHE4_HORIZON_SEEDS', 'TRANCHE4', 'TRANCHE4_EXTRA', 'TRANCHE4_MATCHED_TO', 'Z80', 'ANSWER_ARMS',
+           'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS', 'CONFOUND_TESTS', 'TRANCHE2_CELLS', 'TRANCHE2_LABELS',
+           'HORIZON_CELLS', 'split_cells', 'z_two_sided', 'detectable_difference', 'seed_rates', 'seed_mean',
+           'problem_weights', 'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p',
+           'tost_p', 'holm', 'timeout_share', 'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict',
+           'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests', 'tranche2_reading',
+           'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure',
+           'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests', 'c2_verdict',
+           'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'partial_held_out', 'horizon_figure',
+           'sample_gain', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -43,6 +44,18 @@ def split_cells(split: str) -> dict:
 TRANCHE3 = {**split_cells("pairs-rt-so"), **split_cells("pairs-se-fm"),
             **{f"h200_{arm}": {"arm": arm, **HORIZON} for arm in ("route2b", "vanilla", "uniform")}}
 MATCHED_TO = {c: c.replace(v["arm"], "route2b", 1) for c, v in TRANCHE3.items() if v["arm"] in ("uniform", "random_v")}
+
+# %% ../nbs/90b_answer.ipynb #f4194385
+CONFIRM_DIR = Path("runs/confirm")
+TRANCHE4_SEEDS, TRANCHE4_SPLIT_SEEDS, TRANCHE4_HORIZON_SEEDS = range(200, 230), range(200, 210), range(200, 205)
+TRANCHE4 = {"route2b": {"arm": "route2b"}, "vanilla": {"arm": "vanilla"}, "uniform": {"arm": "uniform"},
+            "random_v": {"arm": "random_v"}, "route2b_mean": {"arm": "route2b", "band_stat": "mean"},
+            "uniform_f0.5": {"arm": "uniform", "uniform_f": 0.5}, "gate_advantage": {"arm": "gate_advantage"}}
+TRANCHE4_EXTRA = {**split_cells("pairs-rt-so"), **split_cells("pairs-se-fm"),
+                  **{f"h200_{arm}": {"arm": arm, **HORIZON} for arm in ("route2b", "vanilla")}}
+TRANCHE4_MATCHED_TO = {"uniform": "route2b", "random_v": "route2b",
+                       **{c: r for c, r in MATCHED_TO.items() if c in TRANCHE4_EXTRA}}
+
 
 # %% ../nbs/90b_answer.ipynb #7c6832f6
 Z80 = 0.8416212335729143                          # the standard normal's 80th percentile

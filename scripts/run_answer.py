@@ -1,10 +1,14 @@
-"""The second grid (runs/answer/), its three tranches pre-registered in nbs/90b_answer.ipynb, on the pocket substrate.
+"""The second grid (runs/answer/, tranches 1-3) and its confirmation (runs/confirm/, tranche 4), pre-registered in
+nbs/90b_answer.ipynb, on the pocket substrate.
 
 Tranche 1: vanilla, route2b per rollout, and the uniform split and random-V matched to route2b of the same seed, under
 the conserving optimiser, seeds 100-119. Tranche 2: the cells of answer.TRANCHE2 (the uniform frontier, route2b's
 bands, the per-knob optimiser's confound) for seeds 100-109. Tranche 3: answer.TRANCHE3, the held-out-mode splits with
 their matched controls (seeds 100-109) and the 200-update horizon (seeds 100-104), whose knob checkpoints are scored on
-the first grid's monitoring subset (nbs/07_eval_curve.ipynb) once the run is complete.
+the first grid's monitoring subset (nbs/07_eval_curve.ipynb) once the run is complete. Tranches 1-3 ran under the first
+conserving optimiser, and their cells name it (optimizer=conserving). Tranche 4 (answer.TRANCHE4 on seeds 200-229, then
+answer.TRANCHE4_EXTRA: the held-out-mode splits on 200-209 and the horizon on 200-204) runs under the default split-step
+optimiser into runs/confirm/, by seed, all seven main cells of a seed before the next; it runs alone (--tranches 4).
 
 Every cell is `papermill nbs/05_train.ipynb runs/answer/<cell>_s<seed>.ipynb`. Workers take the ready cell of lowest
 (tranche, seed, position), tranche 3 by split first, then the horizon, so a grid cut short holds the lowest seeds of
@@ -14,7 +18,7 @@ share the GPUs through a CUDA MPS daemon (gradient_quarantine.launch.mps_daemon;
 runs/answer/answer.json records the host and every cell's command, GPU, times and exit code.
 
 Usage, from the repository root (GPU host or CPU):
-    python scripts/run_answer.py --jobs 12 [--gpus 2] [--no-mps] [--dry-run] [--seeds 100-119] [--tranches 1,2,3]
+    python scripts/run_answer.py --jobs 12 [--gpus 2] [--no-mps] [--dry-run] [--seeds 100-119] [--tranches 1,2,3 | 4]
 On a SLURM cluster (from a login node, with the repository on a shared filesystem), every cell a job of its own,
 submitted by submitit in waves (a matched control after its route2b run; nbs/05g_launch.ipynb):
     python scripts/run_answer.py --slurm PARTITION [--cpus-per-job 8] [--timeout-min 240] [--tranches ...]
@@ -22,10 +26,13 @@ submitted by submitit in waves (a matched control after its route2b run; nbs/05g
 import argparse, contextlib, heapq, json, os, platform, subprocess, sys, threading, time
 from pathlib import Path
 from gradient_quarantine.launch import GridJob, grid_executor, mps_daemon, papermill_command, submit_grid
-from gradient_quarantine.answer import (HELD_OUT_SPLITS, HORIZON_SEEDS, MATCHED_TO, TRANCHE2, TRANCHE2_SEEDS,
-                                        TRANCHE3, TRANCHE3_SEEDS)
+from gradient_quarantine.answer import (CONFIRM_DIR, HELD_OUT_SPLITS, HORIZON_SEEDS, MATCHED_TO, TRANCHE2,
+                                        TRANCHE2_SEEDS, TRANCHE3, TRANCHE3_SEEDS, TRANCHE4, TRANCHE4_EXTRA,
+                                        TRANCHE4_HORIZON_SEEDS, TRANCHE4_MATCHED_TO, TRANCHE4_SEEDS,
+                                        TRANCHE4_SPLIT_SEEDS)
 
-ANSWER_DIR = Path("runs/answer")
+ANSWER_DIR = Path("runs/answer")                      # tranche 4: runs/confirm (set in __main__)
+FIRST_OPTIMIZER = {"optimizer": "conserving"}         # what tranches 1-3 ran under, named now that it is not the default
 MONITORING = "runs/grid/monitoring_pocket_117.json"   # the first grid's frozen monitoring subset of the test set
 
 def complete(run: Path) -> bool:
@@ -40,6 +47,22 @@ def parameters(arm: str, seed: int, settings: dict) -> dict:
     overrides = {k: v for k, v in settings.items() if k not in NOTEBOOK_PARAMETERS}
     return {"arm": arm, "seed": seed, **own, **({"overrides": overrides} if overrides else {})}
 
+def tranche4_cells() -> list[tuple]:
+    "Tranche 4: its seven cells by seed (matched controls after their route2b run), then the splits, then the horizon."
+    out = []
+    def add(rank, cell, settings, s):
+        needs = f"{TRANCHE4_MATCHED_TO[cell]}_s{s}" if cell in TRANCHE4_MATCHED_TO else None
+        extra = {k: v for k, v in settings.items() if k != "arm"}
+        if needs: extra["reference_run"] = str(CONFIRM_DIR/needs)
+        out.append((rank, f"{cell}_s{s}", parameters(settings["arm"], s, extra), needs))
+    for s in TRANCHE4_SEEDS:
+        for i, (cell, c) in enumerate(TRANCHE4.items()): add((4, 0, s, i), cell, c, s)
+    for i, (cell, c) in enumerate(TRANCHE4_EXTRA.items()):
+        horizon = cell.startswith("h200_")
+        for s in TRANCHE4_HORIZON_SEEDS if horizon else TRANCHE4_SPLIT_SEEDS:
+            add((4, 2 if horizon else 1, s, i), cell, c, s)
+    return out
+
 def tranche3_cells() -> list[tuple]:
     "Tranche 3's cells: the splits in order, each by seed, controls when their route2b run is complete; the horizon."
     out, splits = [], list(HELD_OUT_SPLITS)
@@ -47,7 +70,7 @@ def tranche3_cells() -> list[tuple]:
         horizon = cell.startswith("h200_")
         for s in HORIZON_SEEDS if horizon else TRANCHE3_SEEDS:
             needs = f"{MATCHED_TO[cell]}_s{s}" if cell in MATCHED_TO else None
-            settings = {k: v for k, v in c.items() if k != "arm"}
+            settings = {**FIRST_OPTIMIZER, **{k: v for k, v in c.items() if k != "arm"}}
             if needs: settings["reference_run"] = str(ANSWER_DIR/needs)
             rank = (4, s, i) if horizon else (3, splits.index(cell.split("_")[-1]), s, i)
             out.append((rank, f"{cell}_s{s}", parameters(c["arm"], s, settings), needs))
@@ -55,15 +78,18 @@ def tranche3_cells() -> list[tuple]:
 
 def tranche_cells(tranche: int, seeds: list[int]) -> list[tuple]:
     "(priority, name, papermill parameters, the name of the run it needs first or None) for one tranche."
+    if tranche == 4: return tranche4_cells()
     if tranche == 3: return tranche3_cells()
     if tranche == 2:
-        return [((2, s, i), f"{cell}_s{s}", parameters(c["arm"], s, {k: v for k, v in c.items() if k != "arm"}), None)
+        return [((2, s, i), f"{cell}_s{s}",
+                 parameters(c["arm"], s, {**FIRST_OPTIMIZER, **{k: v for k, v in c.items() if k != "arm"}}), None)
                 for s in TRANCHE2_SEEDS for i, (cell, c) in enumerate(TRANCHE2.items())]
     out = []
     for s in seeds:
-        out += [((1, s, 0), f"route2b_s{s}", {"arm": "route2b", "seed": s}, None),
-                ((1, s, 1), f"vanilla_s{s}", {"arm": "vanilla", "seed": s}, None)]
-        out += [((1, s, i), f"{arm}_s{s}", {"arm": arm, "seed": s, "reference_run": str(ANSWER_DIR/f"route2b_s{s}")},
+        out += [((1, s, 0), f"route2b_s{s}", parameters("route2b", s, FIRST_OPTIMIZER), None),
+                ((1, s, 1), f"vanilla_s{s}", parameters("vanilla", s, FIRST_OPTIMIZER), None)]
+        out += [((1, s, i), f"{arm}_s{s}",
+                 parameters(arm, s, {**FIRST_OPTIMIZER, "reference_run": str(ANSWER_DIR/f"route2b_s{s}")}),
                  f"route2b_s{s}") for i, arm in ((2, "uniform"), (3, "random_v"))]
     return out
 
@@ -178,7 +204,10 @@ if __name__ == "__main__":
     ap.add_argument("--cpus-per-job", type=int, default=8, help="with --slurm: cores per cell (its graders)")
     ap.add_argument("--timeout-min", type=int, default=240, help="with --slurm: a cell's time limit in minutes")
     a = ap.parse_args()
-    cells = [c for t in map(int, a.tranches.split(",")) for c in tranche_cells(t, a.seeds)]
+    tranches = sorted(map(int, a.tranches.split(",")))
+    if 4 in tranches and tranches != [4]: ap.error("tranche 4 runs alone: --tranches 4")
+    if tranches == [4]: ANSWER_DIR = CONFIRM_DIR
+    cells = [c for t in tranches for c in tranche_cells(t, a.seeds)]
     if a.slurm:
         jobs = grid_jobs(cells)
         if a.dry_run: sys.exit(print("\n".join(f"{j.name} (after {j.needs}): {j.commands}" for j in jobs)))
