@@ -4,7 +4,8 @@
 # bubblewrap and libseccomp bindings; carried Debian packages (.debs) give libseccomp itself where the image lacks it.
 # A fresh machine starts from the committed grid, restores the last snapshot of work not yet committed
 # (SNAP/*.tar.gz, carried when there is one) and resumes. scripts/run_answer.py runs in its own session, so it outlives
-# the call. Waits up to SECONDS, then snapshots the grid to $OUT (scripts/grid_snapshot.py).
+# the call. Waits up to SECONDS, then snapshots to $OUT what changed since the last call (scripts/grid_snapshot.py):
+# unpack every call's state.tar.gz, in order (scripts/grid_unpack.py).
 # Usage, from the repository root on the device:
 #   [JOBS=24] [GRID=runs/confirm TRANCHES=4 SNAP=.confirmsnap] bash scripts/answer_session.sh 540
 # (JOBS: runs side by side, spread over the GPUs that nvidia-smi lists)
@@ -41,6 +42,9 @@ fi
 end=$((SECONDS + secs))
 sleep 5
 while [ $SECONDS -lt $end ] && pgrep -f "scripts/run_answer.py" >/dev/null; do sleep 10; done
-python3 scripts/grid_snapshot.py $grid "$OUT" .restored "h200_*"   # only the horizon gets eval curves
+since=.restored; [ -f .snapped ] && since=.snapped         # each call returns what changed since the last one
+touch .snapping
+python3 scripts/grid_snapshot.py $grid "$OUT" $since "h200_*"   # only the horizon gets eval curves
+mv .snapping .snapped
 tail -n 12 $grid/logs/answer.out; grep -c "exit 0" $grid/logs/answer.out; uptime
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv
