@@ -5,11 +5,11 @@ naming the parameter and its valid values; torch-free, so the papermill entry po
 
 # %% auto #0
 __all__ = ['PRESETS', 'ARMS', 'ROUTED_ARMS', 'LEGACY_VALUES', 'OPTIMIZERS', 'PRESET_VALUES', 'TUPLE_FIELDS', 'KEPT_NOTEBOOK_NOTE',
-           'Config', 'resolve_config', 'default_run_dir', 'check_parameters', 'field_docs', 'cli_value', 'json_mapping',
-           'cli_parser', 'parse_cli']
+           'NOTEBOOK_PARAMETERS', 'KERNEL_NAMES', 'Config', 'resolve_config', 'default_run_dir', 'check_parameters',
+           'unknown_parameters', 'field_docs', 'cli_value', 'json_mapping', 'cli_parser', 'parse_cli']
 
 # %% ../nbs/04b_config.ipynb #cfg004
-import argparse, dataclasses, importlib, inspect, io, json, sys, tokenize
+import argparse, dataclasses, difflib, importlib, inspect, io, json, sys, tokenize
 from dataclasses import dataclass
 from .rewards import MODES, check_mode
 
@@ -31,7 +31,8 @@ class Config:
     run_dir: str = ""                     # where the run's files go ("": runs/<arm>_s<seed>)
     model: str = "smoke-tiny"             # "smoke-tiny", or a Hugging Face id / local directory
     substrate: str = "authored"           # "authored" (the pairs' problems) | "pocket" | "leetcode"
-    dtype: str = "float32"; device: str = "auto"                       # "float32" | "bfloat16"; "auto": cuda if any
+    dtype: str = "float32"                # "float32" | "bfloat16"
+    device: str = "auto"                  # "auto": cuda if any, else cpu; or a torch device such as "cpu"
     group_size: int = 4; prompts_per_update: int = 4                   # G rollouts per prompt, P prompts per update
     max_new_tokens: int = 32; max_prompt_tokens: int = 1536            # a rollout's completion and prompt, at most
     temperature: float = 1.0; top_p: float = 1.0; top_k: int = 0       # the rollouts' sampling (top_k 0: off)
@@ -141,9 +142,10 @@ def resolve_config(preset: str = "smoke", **params) -> Config:
     return cfg
 
 # %% ../nbs/04b_config.ipynb #cfg019
-def default_run_dir(arm: str, seed: int) -> str:
-    "Where a run that names no run_dir writes: runs/<arm>_s<seed>, under the working directory."
-    return f"runs/{arm}_s{seed}"
+def default_run_dir(arm: str, seed: int, preset: str = "pocket") -> str:
+    ("Where a run that names no run_dir writes, under the working directory: runs/<arm>_s<seed> for the default "
+     "preset, runs/<preset>_<arm>_s<seed> for another, so that two presets' runs of one arm and seed never collide.")
+    return f"runs/{arm}_s{seed}" if preset == "pocket" else f"runs/{preset}_{arm}_s{seed}"
 
 # %% ../nbs/04b_config.ipynb #cfg020
 KEPT_NOTEBOOK_NOTE = ("(the job stopped before it trained; papermill keeps the partly executed output notebook, "
@@ -162,6 +164,23 @@ def check_parameters(preset: str, rerun=False, overrides=None, **params) -> Conf
     except ValueError as e:
         if "ipykernel" not in sys.modules: raise
         raise ValueError(f"{e}\n{KEPT_NOTEBOOK_NOTE}") from None
+
+# %% ../nbs/04b_config.ipynb #f1d303ed
+NOTEBOOK_PARAMETERS = ("preset", "arm", "granularity", "seed", "steps", "modes", "pair_modes", "refresh_every",
+                       "reference_run", "run_dir", "rerun", "overrides")
+KERNEL_NAMES = {"In", "Out"}                    # the input and output history IPython keeps in every kernel
+
+def unknown_parameters(namespace: dict) -> None:
+    ("Raise, naming the closest notebook parameter, if NAMESPACE binds a public name to a value (not a function or a "
+     "module, which a parameter never is) that is not a parameter.")
+    values = {n: v for n, v in namespace.items() if not callable(v) and not inspect.ismodule(v)}
+    unknown = sorted(n for n in values if not n.startswith("_") and n not in {*NOTEBOOK_PARAMETERS, *KERNEL_NAMES})
+    if not unknown: return
+    hints = [f"{n!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(n, NOTEBOOK_PARAMETERS, 1))
+                         else "") for n in unknown]
+    raise ValueError(f"unknown parameter {', '.join(hints)}: the notebook's parameters are "
+                     f"{', '.join(NOTEBOOK_PARAMETERS)}; any other Config field goes in overrides\n{KEPT_NOTEBOOK_NOTE}")
+
 
 # %% ../nbs/04b_config.ipynb #2bbefb26
 def field_docs(cls=Config) -> dict[str, str]:
@@ -200,7 +219,8 @@ def cli_parser() -> argparse.ArgumentParser:
     docs = field_docs()
     parser = argparse.ArgumentParser(prog="python -m gradient_quarantine.train",
                                      description="Train one run (one arm, one seed), as nbs/05_train.ipynb does.")
-    parser.add_argument("--preset", default="pocket", help=f"the defaults: {', '.join(PRESETS)} (default: pocket)")
+    parser.add_argument("--preset", default="pocket", help=f"the defaults: {', '.join(PRESETS)} (default: pocket; "
+                        "each option's [default] below is the pocket preset's)")
     parser.add_argument("--rerun", action="store_true", help="replace a complete run in run_dir instead of keeping it")
     parser.add_argument("--overrides", type=json_mapping, default=None,
                         help='Config fields as a JSON object, e.g. \'{"lr": 0.01}\' (the notebook\'s overrides)')
@@ -208,7 +228,9 @@ def cli_parser() -> argparse.ArgumentParser:
         if f.name == "preset": continue
         many = f.name in TUPLE_FIELDS
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=cli_value, nargs="+" if many else None,
-                            metavar=f.name.upper(), help=f"{docs[f.name]} [{f.default!r}]".replace("%", "%%"))
+                            metavar=f.name.upper(),
+                            help=f"{docs[f.name]} [pocket: {PRESET_VALUES['pocket'].get(f.name, f.default)!r}]"
+                                 .replace("%", "%%"))
     return parser
 
 def parse_cli(argv: list[str] | None = None) -> tuple[Config, bool]:

@@ -170,7 +170,7 @@ class Trainer:
 @patch
 def claim_run_dir(self: Trainer):
     "Settle the run directory (default runs/<arm>_s<seed>); rank 0 checks it can hold a run, locks it, sweeps it."
-    self.dir = Path(self.cfg.run_dir or default_run_dir(self.cfg.arm, self.cfg.seed))
+    self.dir = Path(self.cfg.run_dir or default_run_dir(self.cfg.arm, self.cfg.seed, self.cfg.preset))
     self.cfg, self.lock = dataclasses.replace(self.cfg, run_dir=str(self.dir)), None
     if not self.world.is_main: return                                   # rank 0 alone writes the run directory
     check_writable(self.dir); check_free_space(self.dir, MIN_FREE_BYTES)
