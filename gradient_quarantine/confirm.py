@@ -66,8 +66,9 @@ def pair_tests(grid: Grid, flags: dict) -> dict:
 
 # %% ../nbs/90e_confirm.ipynb #60725dca
 def cell_summary(grid: Grid, flags: dict) -> dict:
-    "Per cell: mean deploy hack, solve, loophole use and clean solve with 95% intervals, and its collapse rate."
+    "Per cell: mean deploy hack, solve, loophole use, clean solve (95% intervals), seed SDs, collapse rate."
     return {c: {**{o: grid.mean(c, o) for o in ("hack", "solve", "loophole", "clean_solve")},
+                "seed_sd": {o: float(np.std(grid.seed_rates(c, o), ddof=1)) for o in ("hack", "solve")},
                 "collapse": collapse_rate(flags[c])} for c in grid.outcomes}
 
 def secondary(grid: Grid) -> dict:

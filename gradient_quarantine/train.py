@@ -5,10 +5,10 @@ without it), checkpoints, resumes, and evaluates the deployed and as-trained mod
 
 # %% auto #0
 __all__ = ['SMOKE_ANSWERS', 'LABEL_FIELDS', 'MIN_FREE_BYTES', 'ROLLOUT_LOG_BYTES', 'DIRECTION_ARMS', 'GATE_STATS',
-           'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts',
-           'reference_frout', 'NonFiniteLoss', 'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch',
-           'rollout_records', 'knob_magnitudes', 'rng_states', 'progress_line', 'update_line', 'run_summary',
-           'training_figure', 'knob_figure', 'open_run', 'main']
+           'CONFIRM_RESULTS', 'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss',
+           'grade_rollouts', 'reference_frout', 'NonFiniteLoss', 'Trainer', 'Grades', 'Rollouts', 'graded_groups',
+           'next_micro_batch', 'rollout_records', 'knob_magnitudes', 'rng_states', 'progress_line', 'update_line',
+           'run_summary', 'yardstick', 'training_figure', 'knob_figure', 'open_run', 'main']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, functools, hashlib, math, os, random, shutil, sys, tempfile, time
@@ -17,6 +17,7 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 import torch
 from fastcore.basics import patch
+import gradient_quarantine
 from .config import (ARMS, LEGACY_VALUES, PRESETS, PRESET_VALUES, ROUTED_ARMS, Config,
                                         check_parameters, default_run_dir, parse_cli, resolve_config)
 from .artifacts import (RunDirBusy, append_jsonl, check_free_space, check_writable, clear_run_dir,
@@ -607,6 +608,25 @@ def run_summary(run_dir, results: dict) -> str:
                       "  deploy: quarantine knob deleted (as shipped); as trained: both knobs on",
                       f"  files: {run_dir}/eval/deploy.json, {run_dir}/eval/trained.json, {run_dir}/metrics.jsonl"])
 
+# %% ../nbs/05_train.ipynb #7b332196
+CONFIRM_RESULTS = Path(gradient_quarantine.__file__).resolve().parent.parent/"results"/"confirm.json"
+
+def yardstick(cfg: Config, results: dict, record: dict | None) -> str:
+    "This run's deploy rates beside the confirmation RECORD's seed means for vanilla and its arm ('' where none)."
+    if record is None or cfg.preset != "pocket" or cfg.optimizer != "split_step" or cfg.arm not in record["cells"]:
+        return ""
+    cells = record["cells"]
+    line = lambda c: (f"  {c:<20}{cells[c]['hack']['estimate']:>6.3f} ± {cells[c]['seed_sd']['hack']:.3f}"
+                      f"{cells[c]['solve']['estimate']:>8.3f} ± {cells[c]['seed_sd']['solve']:.3f}")
+    mean, sd = cells[cfg.arm]["hack"]["estimate"], cells[cfg.arm]["seed_sd"]["hack"]
+    hack = results["deploy"]["hack"]
+    where = "within" if abs(hack - mean) <= 2 * sd else "below" if hack < mean else "above"
+    return "\n".join([f"yardstick: the committed confirmation ({len(record['seeds'])} seeds, this preset and optimiser), "
+                      "deploy rates, seed mean ± seed SD", f"  {'':<20}{'hack':>14}{'solve':>16}",
+                      *map(line, dict.fromkeys(("vanilla", cfg.arm))),
+                      f"  this run: deploy hack {hack:.3f}, {where} two seed SDs of {cfg.arm}'s mean"])
+
+
 # %% ../nbs/05_train.ipynb #a07321bb
 @patch
 def run(self: Trainer, rerun: bool = False) -> dict:
@@ -646,6 +666,8 @@ def train_and_evaluate(self: Trainer, rerun: bool) -> dict:
         write_json(self.dir/"status.json", {"complete": True, "updates_completed": cfg.steps, "steps": cfg.steps,
                                             "train_seconds_this_session": time.time() - t0})
         if self.progress: progress_line(run_summary(self.dir, results))
+        reference = read_json(CONFIRM_RESULTS) if CONFIRM_RESULTS.exists() else None
+        if self.progress and (line := yardstick(cfg, results, reference)): progress_line(line)
     return self.world.broadcast(results)                  # the other ranks wait here while rank 0 evaluates
 
 # %% ../nbs/05_train.ipynb #083e7b50
