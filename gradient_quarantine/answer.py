@@ -9,7 +9,7 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS', 'CONFOUND_TESTS', 'TRANCHE2_CELLS', 'TRANCHE2_LABELS',
            'HORIZON_CELLS', 'split_cells', 'z_two_sided', 'detectable_difference', 'seed_rates', 'seed_mean',
            'problem_weights', 'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p',
-           'tost_p', 'holm', 'timeout_share', 'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict',
+           'tost_p', 'holm', 'p_text', 'timeout_share', 'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict',
            'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests', 'tranche2_reading',
            'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure',
            'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests', 'c2_verdict',
@@ -136,6 +136,11 @@ def holm(p: dict) -> dict:
     for i, (k, v) in enumerate(sorted(p.items(), key=lambda kv: kv[1])):
         running = max(running, min(1.0, (len(p) - i) * v)); out[k] = running
     return out
+
+def p_text(p: float, digits: int = 3) -> str:
+    "A p-value as text that never reads 0: below 10^-DIGITS it is '< 0.001' (a bootstrap p of 0: below 1/draws)."
+    return f"< {10 ** -digits:.{digits}f}" if p < 10 ** -digits else f"{p:.{digits}f}"
+
 
 # %% ../nbs/90b_answer.ipynb #a2abc3bc
 def timeout_share(run, state: str = "deploy") -> float:

@@ -21,7 +21,10 @@ from .rewards import MODES
 # %% ../nbs/93_report.ipynb #c2281120
 def finite(x) -> bool: return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 def f3(x) -> str: return f"{x:.3f}" if finite(x) else "–"
-def pval(p) -> str: return "p = –" if not finite(p) else (f"p = {p:.3f}" if p >= 0.001 else f"p = {p:.1e}")
+def pval(p) -> str:
+    "A p-value as text, never 0: a bootstrap p of 0 reads as below 1/10,000 draws."
+    if not finite(p): return "p = –"
+    return f"p = {p:.3f}" if p >= 0.001 else f"p = {p:.1e}" if p > 0 else "p < 1e-4"
 def and_join(xs) -> str:
     xs = [str(x) for x in xs]
     return "none" if not xs else xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
