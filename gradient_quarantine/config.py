@@ -28,7 +28,7 @@ class Config:
     reference_run: str | None = None      # random_v / uniform: the run whose frout trace to match
     uniform_f: float | None = None        # uniform: route this constant fraction instead of the reference run's mean
     optimizer: str = "split_step"         # vanilla's step split by momentum share | "conserving" | "per_knob"
-    run_dir: str = ""                     # where the run's files go ("": runs/<arm>_s<seed>)
+    run_dir: str = ""                     # where the run's files go ("": runs/[<preset>_]<arm>_s<seed>)
     model: str = "smoke-tiny"             # "smoke-tiny", or a Hugging Face id / local directory
     substrate: str = "authored"           # "authored" (the pairs' problems) | "pocket" | "leetcode"
     dtype: str = "float32"                # "float32" | "bfloat16"
