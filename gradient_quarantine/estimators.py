@@ -77,10 +77,12 @@ class Grid:
 # %% ../nbs/90c_estimators.ipynb #3d4c6b68
 @patch
 def mask(self: Grid, mode=None) -> np.ndarray:
-    "1.0 for the problems of loophole MODE (every problem when None), else 0.0."
+    "1.0 for the problems of loophole MODE, or of any mode in a tuple of modes (every problem when None), else 0.0."
     if mode is None: return np.ones(len(self.families))
-    if self.modes is None or mode not in self.modes: raise ValueError(f"no problem has mode {mode!r}")
-    return (self.modes == mode).astype(float)
+    modes = mode if isinstance(mode, tuple) else (mode,)
+    missing = [m for m in modes if self.modes is None or m not in self.modes]
+    if missing: raise ValueError(f"no problem has mode {', '.join(map(repr, missing))}")
+    return np.isin(self.modes, modes).astype(float)
 
 @patch
 def point(self: Grid, cell: str, outcome: str, mode=None) -> float:
