@@ -5,10 +5,11 @@ without it), checkpoints, resumes, and evaluates the deployed and as-trained mod
 
 # %% auto #0
 __all__ = ['SMOKE_ANSWERS', 'LABEL_FIELDS', 'MIN_FREE_BYTES', 'ROLLOUT_LOG_BYTES', 'DIRECTION_ARMS', 'GATE_STATS',
-           'CONFIRM_RESULTS', 'load_substrate', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss',
-           'grade_rollouts', 'reference_frout', 'NonFiniteLoss', 'Trainer', 'Grades', 'Rollouts', 'graded_groups',
-           'next_micro_batch', 'rollout_records', 'knob_magnitudes', 'rng_states', 'progress_line', 'update_line',
-           'run_summary', 'yardstick', 'training_figure', 'knob_figure', 'open_run', 'main']
+           'CONFIRM_RESULTS', 'load_substrate', 'load_test_sets', 'substrate_family', 'load_run_pairs', 'smoke_policy',
+           'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts', 'reference_frout', 'NonFiniteLoss',
+           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'knob_magnitudes',
+           'rng_states', 'progress_line', 'update_line', 'run_summary', 'yardstick', 'training_figure', 'knob_figure',
+           'open_run', 'main']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, functools, hashlib, math, os, random, shutil, sys, tempfile, time
@@ -31,7 +32,10 @@ from .evaluate import Sampling, evaluate
 from .fastgen import fuse_rms_norms, generate_fn
 from .optimizer import ConservingAdamW, clip_combined_
 from .pairs import load_pairs
-from .pocket_problems import POCKET_DIR, pocket_problems
+from .pocket_problems import POCKET_DIR, family_of, pocket_problems
+from .pocket2 import pocket2_weights
+from .pocket2_pairs import load_pocket2_pairs
+from .pocket2_problems import pocket2_family, pocket2_problems
 from .problems import assign_modes, load_leetcode, render_prompt
 from .rewards import MODES, NO_LOOPHOLE, VerdictCache, grade_many
 from .route import BandGate, MatchedGate, Router, UniformGate, as_global, calibrate_band
@@ -49,7 +53,28 @@ def load_substrate(cfg: Config):
         problems = list({p.problem.id: p.problem for p in load_pairs(tags=("leetcode-style",))}.values())
         return problems, problems
     if cfg.substrate == "pocket": return pocket_problems("train", seed=0), pocket_problems("test")
+    if cfg.substrate == "pocket2": return pocket2_problems("train", seed=0), pocket2_problems("test")
     return load_leetcode("train"), load_leetcode("test")
+
+def load_test_sets(cfg: Config) -> dict:
+    "Every test set of the substrate by label: 'test', and for pocket2 also 'heldout' (families never trained on)."
+    sets = {"test": load_substrate(cfg)[1]}
+    if cfg.substrate == "pocket2": sets["heldout"] = pocket2_problems("heldout")
+    return sets
+
+def substrate_family(cfg: Config):
+    "The function naming a problem's family (for per-family bootstraps): pocket's or pocket2's; others have none."
+    families = {"pocket": family_of, "pocket2": pocket2_family}
+    if cfg.substrate not in families: raise ValueError(f"substrate {cfg.substrate!r} has no problem families")
+    return families[cfg.substrate]
+
+def load_run_pairs(cfg: Config) -> list:
+    "The pairs the direction and band are read from: pocket2's hand-written set, or the authored ones by tag."
+    if cfg.substrate == "pocket2":
+        if cfg.pair_tags != ("pocket2",): raise ValueError(f"substrate pocket2 takes pair_tags ('pocket2',), "
+                                                           f"got {cfg.pair_tags}")
+        return load_pocket2_pairs(modes=cfg.pair_modes)
+    return load_pairs(modes=cfg.pair_modes, tags=cfg.pair_tags)
 
 # %% ../nbs/05_train.ipynb #a0c5b1e2
 def smoke_policy(problems, seed: int = 0, steps: int = 150):
@@ -91,7 +116,8 @@ def load_policy(cfg: Config, train_problems):
     if cfg.model == "smoke-tiny": model, tok = smoke_policy(train_problems)
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
-        path = str(POCKET_DIR) if cfg.model == "pocket" else cfg.model    # the shipped pocket model, or a hub id / dir
+        # the shipped pocket model, the built pocket2 one (FileNotFoundError naming its build if absent), a hub id/dir
+        path = {"pocket": lambda: str(POCKET_DIR), "pocket2": pocket2_weights}.get(cfg.model, lambda: cfg.model)()
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, cfg.dtype)).eval()
     if tok.pad_token_id is None: tok.pad_token = tok.eos_token
@@ -224,7 +250,7 @@ def prepare_prompts_and_pairs(self: Trainer):
     train_modes = (NO_LOOPHOLE,) if cfg.arm == "gt_only" else cfg.modes
     self.modes = assign_modes(self.train_problems, train_modes, cfg.mode_seed)
     self.test_modes = assign_modes(self.test_problems, cfg.modes, cfg.mode_seed)
-    self.pairs = load_pairs(modes=cfg.pair_modes, tags=cfg.pair_tags)
+    self.pairs = load_run_pairs(cfg)
     pair_tokens = cfg.micro_batch_tokens or cfg.micro_batch * (cfg.max_prompt_tokens + cfg.max_new_tokens)
     self.pair_batches = dict(chunk=16, max_tokens=pair_tokens)                    # as a micro-batch
     self.directions = DirectionSchedule(self.model, self.knobs, self.tok, self.pairs, refresh_every=cfg.refresh_every,
