@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# One device call for the second organism, pocket2 (nbs/08a_pocket2.ipynb), in one of two stages:
+#   build  two builds of the weights from the recipe, side by side (deterministic kernels; each on its own GPU when
+#          nvidia-smi lists two), their SHA-256s and whether they are equal -> $OUT/pocket2_build.json, the logs, and
+#          the first build's folder split into files under 16 MiB -> $OUT/pocket2_model_parts (join it with
+#          `python scripts/pocket2_weights.py join <parts> gradient_quarantine/pocket2_model`);
+#   live   with the weights at gradient_quarantine/pocket2_model: base rates (eval markers, 8 samples per prompt, each
+#          mode under its hint and with no hint, solve per tier, on the in-family and the held-out-family test sets)
+#          -> $OUT/pocket2_base_rates.json; then 5 vanilla GRPO runs of the pocket2 preset side by side (seeds 41-45,
+#          the trainer's command line), each run's deployed model also on the held-out-family test set
+#          -> $OUT/pocket2_liveness.json and the runs without checkpoints under $OUT/runs/.
+#   all    build, then live on the first build (two calls' work: only for SMOKE=1 or a machine that fits it).
+# The carried wheels (.whl) give papermill, fastcore and the sandbox's bubblewrap and libseccomp bindings; carried
+# Debian packages (.debs) give libseccomp itself where the image lacks it (as scripts/answer_session.sh).
+# Usage, from the repository root:  [SMOKE=1] [BUILDS=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]
+# SECONDS (default 555) bounds the whole call: a build still running 30 s before it is stopped and its log returned.
+# SMOKE=1: the same steps at toy size (a --smoke build, 2 samples of 6 prompts, 2 updates a run), minutes on a CPU.
+set -u
+stage=${1:?usage: [SMOKE=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]}
+budget=${2:-555} smoke=${SMOKE:-0} builds=${BUILDS:-2}
+: "${OUT:?OUT must name the folder the results go to}"
+case $stage in build|live|all) ;; *) echo "unknown stage $stage: build, live or all" >&2; exit 2;; esac
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+if ! python3 -c "import papermill, fastcore, pyseccomp" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .whl/*.whl || exit 1
+fi
+if ! ldconfig -p | grep -q libseccomp.so.2; then
+  for f in .debs/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done; ldconfig
+fi
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+work=$(mktemp -d /tmp/pocket2_session.XXXXXX); mkdir -p "$OUT/logs"
+left() { echo $((budget - SECONDS)); }
+mps=0
+if [ "$ngpu" -ge 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then   # side by side processes share the GPU
+  export CUDA_MPS_PIPE_DIRECTORY=$work/mps_pipe CUDA_MPS_LOG_DIRECTORY=$work/mps_log   # (as run_answer.py's grid)
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d && mps=1 && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+fi
+python3 - "$stage" "$smoke" "$ngpu" "$builds" "$mps" <<'PY'
+# The estimate, from pocket's recorded numbers (08_pocket, benchmarks/pocket_*): deterministic training of the 3.7M
+# pocket model took 51 ms a step once warm on an H100 (pocket_gpu_determinism: 200 steps in 10.2 s); pocket2's 6
+# layers of 384 against 4 make a step about 1.5 times that, and two builds on one GPU about 1.3 times slower each
+# (1.1 under CUDA MPS, which runs their kernels side by side).
+# The corpus, tokenizer and encoding took 135 s on two loaded cores here (08a): about 90 s on the GPU host.
+# pocket's base rates (3 x 3,744 answers) took 108 s; a pocket vanilla run alone 75 s (pocket_run.md), and 16 side
+# by side 7.7-9.5 runs a minute on one H200; pocket2's model is 3 times larger.
+import sys
+stage, smoke, ngpu, builds, mps = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+share = (1.1 if mps == "1" else 1.3) if builds == 2 and ngpu < 2 else 1.0
+build = (90 + 4000 * 0.051 * 1.5 * share, 120 + 4000 * 0.051 * 1.5 * share * 1.4)
+live = (100 + 150 + 60, 160 + 270 + 100)     # base rates, 5 runs side by side, held-out evaluations
+est = {"build": build, "live": live, "all": (build[0] + live[0], build[1] + live[1])}[stage]
+print(f"pocket2 session: stage {stage}, {builds} build(s), {ngpu} GPU(s), MPS {'on' if mps == '1' else 'off'}"
+      + (" (SMOKE: toy sizes)" if smoke else ""))
+print(f"estimated GPU time: {est[0] / 60:.1f} to {est[1] / 60:.1f} min"
+      + (" (the upper end is over one call: BUILDS=1, or kind nvidia-h200-x2, if the first log lines say so)"
+         if stage != "live" and est[1] > 540 else ""))
+PY
+if [ "$stage" != build ]; then
+  python3 -c "from gradient_quarantine import sandbox as s
+print('engine problem:', s.engine_problem(), '| warm workers problem:', s.warm_problem())
+s.seccomp_filter(); print('seccomp filter: built')" || exit 1
+fi
+
+build_stage() {
+  local flags="--deterministic" b pids=()
+  [ "$smoke" = 1 ] && flags="--smoke"
+  for b in $(seq 1 "$builds"); do
+    local gpu=""; [ "$ngpu" -ge 2 ] && gpu=$((b - 1))
+    CUDA_VISIBLE_DEVICES=${gpu:-${CUDA_VISIBLE_DEVICES:-}} timeout -s INT $(( $(left) - 30 )) \
+      python3 scripts/build_pocket2.py --out "$work/build$b" $flags ${STEPS:+--steps $STEPS} \
+      > "$OUT/logs/build$b.log" 2>&1 &
+    pids+=($!)
+  done
+  for b in "${!pids[@]}"; do wait "${pids[$b]}"; echo "build $((b + 1)) exit $?" | tee -a "$OUT/logs/builds.txt"; done
+  python3 - "$work" "$OUT" "$builds" <<'PY'
+import hashlib, json, sys, torch
+from pathlib import Path
+work, out, n = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+rows = []
+for b in range(1, n + 1):
+    d = work/f"build{b}"
+    card = json.loads((d/"pocket2_card.json").read_text()) if (d/"pocket2_card.json").exists() else None
+    sha = hashlib.sha256((d/"model.safetensors").read_bytes()).hexdigest() if card else None
+    rows.append({"build": b, "complete": card is not None, "sha256": sha, "card": card,
+                 "log_tail": (out/"logs"/f"build{b}.log").read_text().splitlines()[-8:]})
+shas = [r["sha256"] for r in rows]
+summary = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__,
+           "builds": rows, "sha256": shas, "all_complete": all(r["complete"] for r in rows),
+           "identical": all(rows[0]["complete"] and s == shas[0] for s in shas) if len(rows) > 1 else None}
+(out/"pocket2_build.json").write_text(json.dumps(summary, indent=1) + "\n")
+print("| build | complete | sha256 | final loss | seconds (corpus, tokenizer, encode, train: cumulative) |")
+print("|---|---|---|---|---|")
+for r in rows:
+    c = r["card"] or {}
+    print(f"| {r['build']} | {r['complete']} | {(r['sha256'] or '-')[:16]} | {c.get('final_loss', '-')} | "
+          f"{ {k: round(v) for k, v in c.get('seconds', {}).items()} } |")
+print("identical:", summary["identical"])
+PY
+  if [ -f "$work/build1/pocket2_card.json" ]; then
+    python3 scripts/pocket2_weights.py split "$work/build1" "$OUT/pocket2_model_parts"
+  fi
+}
+
+live_stage() {
+  local model=$1 seeds="41 42 43 44 45" s rates="" train="" held="" pids=()
+  [ "$smoke" = 1 ] && rates="--samples 2 --n-prompts 6 --max-new-tokens 24" && seeds="41 42" && held="--eval-n 6" \
+    && train="--steps 2 --group-size 2 --prompts-per-update 2 --max-new-tokens 24 --eval-n 6 --eval-max-new-tokens 24"
+  [ "$model" != gradient_quarantine/pocket2_model ] && train="$train --model $model"   # else the preset's "pocket2"
+  python3 -c "from gradient_quarantine.pocket2 import pocket2_weights; pocket2_weights('$model')" || return 1
+  python3 scripts/pocket2_base_rates.py --model "$model" --out "$OUT/pocket2_base_rates.json" $rates \
+    2>&1 | tee "$OUT/logs/base_rates.log"
+  for s in $seeds; do
+    OMP_NUM_THREADS=1 GQ_GRADE_WORKERS=$(( 2 * $(nproc) / 5 > 2 ? 2 * $(nproc) / 5 : 2 )) \
+      python3 -m gradient_quarantine.train --preset pocket2 --arm vanilla --seed "$s" \
+        --run-dir "$work/runs/pocket2_vanilla_s$s" $train > "$OUT/logs/vanilla_s$s.log" 2>&1 &
+    pids+=($!)
+  done
+  for s in "${pids[@]}"; do wait "$s"; done
+  tail -n 3 "$OUT"/logs/vanilla_s*.log
+  python3 scripts/pocket2_liveness.py --out "$OUT/pocket2_liveness.json" "$work"/runs/pocket2_vanilla_s* \
+    $held 2>&1 | tee "$OUT/logs/liveness.log"
+  mkdir -p "$OUT/runs" && for d in "$work"/runs/*; do
+    mkdir -p "$OUT/runs/$(basename "$d")" && cp -r "$d"/*.json* "$d"/eval "$OUT/runs/$(basename "$d")/"
+  done
+}
+
+case $stage in
+  build) build_stage ;;
+  live) live_stage "gradient_quarantine/pocket2_model" ;;
+  all) build_stage && live_stage "$work/build1" ;;
+esac
+echo "pocket2 session ($stage) done in $SECONDS s; results in $OUT:"; ls "$OUT"
+nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv 2>/dev/null || true
