@@ -11,19 +11,25 @@ aside), the same rollouts, the same evaluations and the same knobs at every chec
 directory, so nothing tracked changes), under `/usr/bin/time -v`, old then new, each from its own checkout.
 
 Run from the repository root: python benchmarks/cpu_job/cpu_job.py --old /tmp/old --new . [--whole]
-(`git worktree add /tmp/old COMMIT` makes the old checkout; writes benchmarks/cpu_job/cpu_job.md and .json)
+(`git worktree add /tmp/old COMMIT` makes the old checkout; writes benchmarks/cpu_job/cpu_job.md and .json, or to
+--out DIR). --smoke: one round of a tiny run (smoke.SMOKE_RUN) with the working tree as both old and new unless
+--old/--new say otherwise, to a temporary folder; it leaves out --whole (two papermill runs of the main notebook, which
+nbs/05b_papermill_checks runs in the tests).
 """
 import argparse, gzip, json, os, platform, resource, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import cpu_model, footer, provenance, results_dir
+from smoke import SMOKE_RUN
 
 CHILD = r'''
 import json, resource, sys, time
 t0 = time.time()
 from gradient_quarantine.config import resolve_config
 from gradient_quarantine.train import Trainer
-seed, steps, eval_n, run_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+run, run_dir = json.loads(sys.argv[1]), sys.argv[2]
 t1 = time.time()
-trainer = Trainer(resolve_config("pocket", seed=seed, steps=steps, eval_n=eval_n, run_dir=run_dir), progress=False)
+trainer = Trainer(resolve_config(run_dir=run_dir, **run), progress=False)
 t2 = time.time(); spans = {}
 evaluate = trainer.evaluate
 def timed_evaluate():
@@ -51,10 +57,10 @@ def measured(cmd: list[str], env: dict, cwd: str) -> tuple[subprocess.CompletedP
     return proc, {"wall_s": wall, "cpu_s": own, "foreign_cpu_s": busy_cpu_seconds() - busy0 - own,
                   "load_before": load0, "load_after": os.getloadavg()[0]}
 
-def short_run(side: str, checkout: Path, args, run_dir: Path) -> dict:
-    "One short pocket run of CHECKOUT in a fresh process; its timings and each update's split."
+def short_run(side: str, checkout: Path, run: dict, run_dir: Path) -> dict:
+    "One short run (RUN: its config) of CHECKOUT in a fresh process; its timings and each update's split."
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    cmd = [sys.executable, "-c", CHILD, str(args.seed), str(args.steps), str(args.eval_n), str(run_dir)]
+    cmd = [sys.executable, "-c", CHILD, json.dumps(run), str(run_dir)]
     proc, outside = measured(cmd, env, str(checkout))
     rows = [json.loads(l) for l in open(run_dir/"metrics.jsonl")]
     keys = ("s_generate", "s_grade", "s_backward", "s_optimizer")
@@ -109,9 +115,11 @@ def median(xs): return statistics.median(xs) if xs else float("nan")
 
 def markdown(report: dict) -> str:
     runs, a = report["runs"], report["args"]
-    lines = [f"# The pocket job on this CPU: old ({a['old_commit'][:7]}) against new ({a['new_commit'][:7]})", "",
-             f"{report['machine']}. Short runs: pocket preset, route2b, seed {a['seed']}, {a['steps']} updates, "
-             f"evaluation on {a['eval_n']} test problems, each in a fresh process through `Trainer`; "
+    run = report["run"]
+    lines = [f"# The {run['preset']} job on this CPU: old ({a['old_commit'][:7]}) against new "
+             f"({a['new_commit'][:7]})", "",
+             f"{report['machine']}. Short runs: {run['preset']} preset, route2b, seed {run['seed']}, {run['steps']} "
+             f"updates, evaluation on {run['eval_n']} test problems, each in a fresh process through `Trainer`; "
              "old and new in turn, every other round new first. *foreign*: CPU seconds other processes used "
              "during the run (the machine is shared); *load*: the 1-minute load average before the run.", "",
              "| round | side | load | foreign CPU s | wall s | setup s | generate s/update | grade wait s/update "
@@ -138,33 +146,39 @@ def markdown(report: dict) -> str:
                   + ", ".join(f"{k[2:]} {v:.0f} s" for k, v in w["train_split_s"].items())
                   + f"; deploy hack/solve {w['deploy_hack_solve'][0]:.3f}/{w['deploy_hack_solve'][1]:.3f}."]
     if "whole_same" in report: lines += ["", f"Whole jobs, old against new: {report['whole_same']}."]
-    lines += ["", f"`python benchmarks/cpu_job/cpu_job.py {a['argv']}` took {report['seconds'] / 60:.1f} minutes."]
+    lines += ["", f"`python benchmarks/cpu_job/cpu_job.py {a['argv']}` took {report['seconds'] / 60:.1f} minutes.",
+              "", footer(report["provenance"])]
     return "\n".join(lines) + "\n"
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"): return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 def commit_of(path: Path) -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--old", required=True); p.add_argument("--new", default=".")
+    p.add_argument("--old", default=None, help="the old checkout (required, except in a smoke: the working tree)")
+    p.add_argument("--new", default=".")
     p.add_argument("--rounds", type=int, default=2); p.add_argument("--seed", type=int, default=7)
     p.add_argument("--steps", type=int, default=3); p.add_argument("--eval-n", type=int, default=16)
     p.add_argument("--whole", action="store_true", help="also the README's whole command, old then new")
-    p.add_argument("--out", default=str(Path(__file__).parent))
+    p.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    p.add_argument("--smoke", action="store_true", help="one round of a tiny run, old = new = the working tree unless "
+                   "--old says otherwise, to a temporary folder: checks the script")
     args = p.parse_args()
+    if args.old is None and not args.smoke: p.error("--old is required (except with --smoke)")
+    if args.smoke and args.whole: p.error("a smoke leaves out --whole (two papermill runs of the main notebook)")
+    out, record = results_dir(args.out, args.smoke, __file__), provenance()
+    run = ({**SMOKE_RUN, "seed": args.seed} if args.smoke else
+           {"preset": "pocket", "seed": args.seed, "steps": args.steps, "eval_n": args.eval_n})
+    if args.smoke: args.rounds = 1
     t0, tmp = time.time(), Path(tempfile.mkdtemp(prefix="cpu_job_"))
-    checkouts = {"old": Path(args.old).resolve(), "new": Path(args.new).resolve()}
+    root = Path(__file__).resolve().parents[2]
+    checkouts = {"old": Path(args.old).resolve() if args.old else root, "new": Path(args.new).resolve()}
     runs, ratios = [], {}
     for rnd in range(1, args.rounds + 1):
         order = ("old", "new") if rnd % 2 else ("new", "old")
         pair = {}
         for side in order:
-            r = short_run(side, checkouts[side], args, tmp/f"r{rnd}_{side}")
+            r = short_run(side, checkouts[side], run, tmp/f"r{rnd}_{side}")
             runs.append({"round": rnd, **r}); pair[side] = r
             print(f"round {rnd} {side}: {r['wall_s']:.1f} s (load {r['load_before']:.1f})", file=sys.stderr)
         m = lambda r, k: median([x[k] for x in r["updates"]])
@@ -172,7 +186,8 @@ def main():
                             "generate": m(pair["old"], "s_generate") / m(pair["new"], "s_generate"),
                             "learn": m(pair["old"], "s_backward") / m(pair["new"], "s_backward"),
                             "eval": pair["old"]["eval_s"] / pair["new"]["eval_s"]}
-    report = {"machine": f"{os.cpu_count()} CPUs ({cpu_name()}), Python "
+    report = {"provenance": record, "smoke": args.smoke, "run": run,
+              "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), Python "
                          f"{platform.python_version()}, {time.strftime('%Y-%m-%d', time.gmtime())}",
               "args": {**vars(args), "old_commit": commit_of(checkouts["old"]),
                        "new_commit": commit_of(checkouts["new"]), "argv": " ".join(sys.argv[1:])},
@@ -183,7 +198,7 @@ def main():
         same = same_results([Path(w["run_dir"]) for w in report["whole"]])
         report["whole_same"] = verdict(same)
     report["seconds"] = time.time() - t0
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     (out/"cpu_job.json").write_text(json.dumps(report, indent=1) + "\n")
     (out/"cpu_job.md").write_text(markdown(report))
     print(markdown(report))

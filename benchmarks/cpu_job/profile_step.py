@@ -3,11 +3,17 @@ learning micro-batch (32 rollouts, as the trainer's `learn_micro_batch` runs it)
 profiler, with the minor page faults and the system CPU time of each step.
 
 Each checkout runs in its own fresh process, old and new in turn (`--rounds`). Run from the repository root:
-python benchmarks/cpu_job/profile_step.py --old /tmp/old --new .  (writes profile_step.json and profile_step.md)
+python benchmarks/cpu_job/profile_step.py --old /tmp/old --new .  (writes profile_step.json and profile_step.md, or to
+--out DIR). --smoke: one round of a tiny run's update (smoke.SMOKE_RUN), the working tree as both old and new unless
+--old says otherwise, to a temporary folder.
 """
 import argparse, json, os, statistics, subprocess, sys, time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import cpu_model, footer, provenance, results_dir
+from smoke import SMOKE_RUN
 
+POCKET_RUN = {"preset": "pocket", "seed": 7, "steps": 3}     # one update of this run is profiled
 CHILD = r'''
 import json, resource, sys, tempfile, time, torch
 from torch.profiler import profile, ProfilerActivity
@@ -16,17 +22,17 @@ from gradient_quarantine.direction import _CACHE, pair_gradients
 from gradient_quarantine.generate import Sampling
 from gradient_quarantine.route import Router
 from gradient_quarantine.train import Trainer
-cfg = resolve_config("pocket", seed=7, steps=3, run_dir=tempfile.mkdtemp() + "/run")
+cfg = resolve_config(run_dir=tempfile.mkdtemp() + "/run", **json.loads(sys.argv[1]))
 trainer = Trainer(cfg, progress=False); trainer.resume()
 def usage(): r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_minflt, r.ru_stime, time.perf_counter()
 def spent(a, b): return {"s": b[2] - a[2], "minor_faults": b[0] - a[0], "sys_s": b[1] - a[1]}
 out = {"generate": [], "pairs": [], "learn": []}
 torch.manual_seed(0)
-prompts = trainer.rollouts(1).prompts                                     # one update's 64 prompts (8 problems x 8)
+prompts = trainer.rollouts(1).prompts                     # one update's prompts (pocket: 64, 8 problems x 8)
 sampling = Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens)
 for _ in range(2):
     stats, a = {}, usage(); torch.manual_seed(1)
-    comps = trainer.generator(trainer.model, trainer.tok, prompts, sampling, batch_size=64, stats=stats)
+    comps = trainer.generator(trainer.model, trainer.tok, prompts, sampling, batch_size=cfg.gen_batch, stats=stats)
     out["generate"].append({**spent(a, usage()), "prefill_s": stats["prefill_s"], "decode_s": stats["decode_s"]})
 for _ in range(2):
     _CACHE.clear(); a = usage()
@@ -35,8 +41,9 @@ for _ in range(2):
 class Batch: pass
 ro = Batch(); ro.prompts, ro.comps = prompts, comps
 router = Router(trainer.knobs, trainer.gate(1), cfg.granularity, cfg.gate_scope)
-A = torch.randn(64, generator=torch.Generator().manual_seed(0))
-rows = list(range(32))
+A = torch.randn(len(prompts), generator=torch.Generator().manual_seed(0))
+rows = list(range(min(cfg.micro_batch, len(prompts))))                   # pocket: a micro-batch of 32
+out["shape"] = {"rollouts": len(prompts), "pairs": len(trainer.pairs), "micro_batch": len(rows)}
 out["tokens"] = {"real": sum(len(prompts[i]) + len(comps[i]) for i in rows),
                  "padded": len(rows) * max(len(prompts[i]) + len(comps[i]) for i in rows),
                  "completion": sum(len(comps[i]) for i in rows)}
@@ -49,19 +56,21 @@ out["ops_total_s"] = sum(e.self_cpu_time_total for e in ops) / 1e6
 print(json.dumps(out))
 '''
 
-def run(checkout: Path) -> dict:
+def run(checkout: Path, spec: dict) -> dict:
     load = os.getloadavg()[0]
-    proc = subprocess.run([sys.executable, "-c", CHILD], env={**os.environ, "PYTHONPATH": str(checkout)},
-                          cwd=str(checkout), capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], cwd=str(checkout), capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(checkout)})
     if proc.returncode: raise RuntimeError(proc.stderr[-3000:])
     return {"load_before": load, "load_after": os.getloadavg()[0], **json.loads(proc.stdout.strip().splitlines()[-1])}
 
 def markdown(report: dict) -> str:
-    lines = ["# One pocket update's parts on this CPU, old against new", "",
-             f"{report['machine']}. Per run (a fresh process): generating one update's 64 rollouts (two repeats), one "
-             "direction read on the 20 pairs (two repeats), one learning micro-batch of 32 rollouts (three repeats, as "
-             "`learn_micro_batch`); medians, with the process's minor page faults and system CPU seconds. *load*: the "
-             "1-minute load average before the run (the machine is shared).", "",
+    shape = report["runs"][0]["shape"]
+    lines = [f"# One {report['run']['preset']} update's parts on this CPU, old against new", "",
+             f"{report['machine']}. Per run (a fresh process): generating one update's {shape['rollouts']} rollouts "
+             f"(two repeats), one direction read on the {shape['pairs']} pairs (two repeats), one learning micro-batch "
+             f"of {shape['micro_batch']} rollouts (three repeats, as `learn_micro_batch`); medians, with the process's "
+             "minor page faults and system CPU seconds. *load*: the 1-minute load average before the run (the machine "
+             "is shared).", "",
              "| round | side | load | generate s (prefill, decode) | pairs s | learn s | learn faults | learn sys s |",
              "|---|---|---|---|---|---|---|---|"]
     med = lambda xs, k: statistics.median(x[k] for x in xs)
@@ -80,25 +89,34 @@ def markdown(report: dict) -> str:
                   "", "| operator | self s | share | calls |", "|---|---|---|---|"]
         lines += [f"| `{o['op']}` | {o['self_s']:.3f} | {o['self_s'] / r['ops_total_s']:.0%} | {o['calls']} |"
                   for o in r["ops"][:10]] + [""]
-    lines.append(f"`python benchmarks/cpu_job/profile_step.py {report['argv']}` took "
-                 f"{report['seconds'] / 60:.1f} minutes.")
+    lines += [f"`python benchmarks/cpu_job/profile_step.py {report['argv']}` took "
+              f"{report['seconds'] / 60:.1f} minutes.", "", footer(report["provenance"])]
     return "\n".join(lines) + "\n"
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--old", required=True); p.add_argument("--new", default=".")
-    p.add_argument("--rounds", type=int, default=1); p.add_argument("--out", default=str(Path(__file__).parent))
+    p.add_argument("--old", default=None, help="the old checkout (required, except in a smoke: the working tree)")
+    p.add_argument("--new", default=".")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    p.add_argument("--smoke", action="store_true", help="a tiny run's update, old = new = the working tree unless "
+                   "--old says otherwise, to a temporary folder: checks the script")
     args, t0 = p.parse_args(), time.time()
-    sys.path.insert(0, str(Path(__file__).parent)); from cpu_job import cpu_name
+    if args.old is None and not args.smoke: p.error("--old is required (except with --smoke)")
+    out, record = results_dir(args.out, args.smoke, __file__), provenance()
+    spec = {**SMOKE_RUN, "seed": POCKET_RUN["seed"]} if args.smoke else POCKET_RUN
+    if args.smoke: args.rounds = 1
+    checkouts = {"old": Path(args.old) if args.old else Path(__file__).resolve().parents[2], "new": Path(args.new)}
     runs = []
     for rnd in range(1, args.rounds + 1):
         for side in (("old", "new") if rnd % 2 else ("new", "old")):
-            runs.append({"round": rnd, "side": side, **run(Path(getattr(args, side)).resolve())})
+            runs.append({"round": rnd, "side": side, **run(checkouts[side].resolve(), spec)})
             print(f"round {rnd} {side}: learn {statistics.median(x['s'] for x in runs[-1]['learn']):.2f} s",
                   file=sys.stderr)
-    report = {"machine": f"{os.cpu_count()} CPUs ({cpu_name()}), {time.strftime('%Y-%m-%d', time.gmtime())}",
+    report = {"provenance": record, "smoke": args.smoke, "run": spec,
+              "machine": f"{os.cpu_count()} CPUs ({cpu_model()}), {time.strftime('%Y-%m-%d', time.gmtime())}",
               "argv": " ".join(sys.argv[1:]), "runs": runs, "seconds": time.time() - t0}
-    out = Path(args.out); out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     (out/"profile_step.json").write_text(json.dumps(report, indent=1) + "\n")
     (out/"profile_step.md").write_text(markdown(report))
     print(markdown(report))

@@ -13,8 +13,9 @@ Every job must get the same verdict from both arms. Then, through the filtered s
 468 pocket canonical test solutions must be gt_correct, and every logged rollout of the run must regrade to its logged
 labels.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/filter.py [--smoke]
-(writes filter.md and filter.json beside it; --smoke: a few jobs of each, in seconds, written nowhere)
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/filter.py [--out DIR] [--smoke]
+(writes filter.md and filter.json beside it, or to DIR; --smoke: two jobs of each workload and check, one round, in
+seconds, to a temporary folder)
 """
 import argparse, atexit, json, os, pickle, platform, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -25,6 +26,8 @@ from gradient_quarantine.pocket_problems import pocket_problems
 from gradient_quarantine.problems import load_leetcode, assign_modes
 from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import footer, provenance, results_dir
 
 BASELINE = "4a0d38a"  # the commit before the filter: the same grader and warm sandbox, no seccomp
 ENV = {"GQ_SANDBOX": "warm"}
@@ -42,7 +45,8 @@ class Grader:
     "One `serve_grading` process importing the package under `root`."
     def __init__(self, root: Path):
         self.proc = subprocess.Popen([sys.executable, "-c", rewards._SERVE], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd=root, env={**os.environ, **ENV, "PYTHONPATH": str(root)})
+                                     stdout=subprocess.PIPE, cwd=root,
+                                     env={**os.environ, **ENV, "PYTHONPATH": str(root)})
 
     def grade(self, job: tuple, timeout_s: float):
         pickle.dump((job, timeout_s), self.proc.stdin); self.proc.stdin.flush()
@@ -68,29 +72,35 @@ def labels(g) -> tuple: return tuple(getattr(g, k) for k in LOGGED_LABELS)
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--smoke", action="store_true", help="a few jobs of each workload; writes nothing")
+    ap.add_argument("--smoke", action="store_true",
+                    help="two jobs of each workload and check, one round, to a temporary folder: checks the script")
+    ap.add_argument("--out", default=None, help="folder for filter.md and filter.json (default: beside this script)")
     ap.add_argument("--rounds", type=int, default=2, help="grade_many batches per arm and workload (ABBA order)")
     ap.add_argument("--pocket-updates", type=int, default=5, help="updates of logged rollouts in the timed workload")
     ap.add_argument("--timeout", type=float, default=30.0,
-                    help="wall limit per program (the slowest canonical solutions take 2-3 s alone, more on a busy host)")
+                    help="wall limit per program (the slowest canonical solutions take 2-3 s alone, more on a busy "
+                         "host)")
     ap.add_argument("--baseline", default=BASELINE, help="the commit whose package is the unfiltered arm")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
     args = ap.parse_args()
+    out, record = results_dir(args.out, args.smoke, __file__), provenance()
+    if args.smoke: args.rounds, args.pocket_updates = 1, 1
     assert sandbox.engine_problem() is None and sandbox.warm_problem() is None, "the warm sandbox cannot run here"
     roots = {"unfiltered": package_at(args.baseline), "filtered": snapshot()}
-    n = 6 if args.smoke else None
+    n = 2 if args.smoke else None
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
     canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test][:n]
-    pocket, pocket_rows = pocket_jobs(Path(args.rollouts), 1 if args.smoke else args.pocket_updates)
+    pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
     pocket, pocket_rows = pocket[:n], pocket_rows[:n]
     host = {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": platform.python_version(),
             "kernel": platform.release(), "baseline": args.baseline, "timeout_s": args.timeout, "rounds": args.rounds}
     rows = []
-    for name, jobs in ((f"{len(canon)} canonical LeetCode solutions", canon), (f"pocket rollouts ({len(pocket)})", pocket)):
+    for name, jobs in ((f"{len(canon)} canonical LeetCode solutions", canon),
+                       (f"pocket rollouts ({len(pocket)})", pocket)):
         s = serial(jobs, roots, args.timeout)
-        many = alternated({arm: (lambda root=root: batch(root, jobs, args.timeout, ENV)) for arm, root in roots.items()},
-                          args.rounds)
+        many = alternated({arm: (lambda root=root: batch(root, jobs, args.timeout, ENV))
+                           for arm, root in roots.items()}, args.rounds)
         for arm in roots:
             for way, grades in (("serial", s[arm]["grades"]), ("grade_many", many[arm]["grades"])):
                 diff = [(j[1].id, labels(a), labels(b)) for j, a, b in zip(jobs, grades, s["unfiltered"]["grades"])
@@ -138,11 +148,12 @@ def main():
             f"`grade_many` to their logged labels ({full_s:.1f} s).\n\n"
             f"Host: {host['cpus']} CPUs, load average {host['loadavg_start'][0]:.2f} at the start and "
             f"{host['loadavg_end'][0]:.2f} at the end (other jobs ran meanwhile), Python {host['python']}, kernel "
-            f"{host['kernel']}.\n")
+            f"{host['kernel']}.\n\n{footer(record)}\n")
     print(text)
-    if args.smoke: return
-    here = Path(__file__).parent
-    (here/"filter.md").write_text("# Grading cost: the warm sandbox with and without the system-call filter\n\n" + text)
-    (here/"filter.json").write_text(json.dumps({"rows": rows, "checks": checks, **host}, indent=1) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out/"filter.md").write_text("# Grading cost: the warm sandbox with and without the system-call filter"
+                                 f"{' (smoke)' if args.smoke else ''}\n\n" + text)
+    (out/"filter.json").write_text(json.dumps({"provenance": record, "smoke": args.smoke, "rows": rows,
+                                               "checks": checks, **host}, indent=1) + "\n")
 
 if __name__ == "__main__": main()

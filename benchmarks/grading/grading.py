@@ -9,11 +9,12 @@ grader around them is the working tree's in both arms. Serial grading runs in th
 (ABBA...): a thread pool of `grade` in this process, and `grade_many` (worker processes), run in a child process per
 batch on a snapshot of the package after a warm-up batch, with `GQ_SANDBOX=legacy` in the old arm.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/grading.py
-(writes grading.md and grading.json beside it)
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/grading.py [--out DIR]
+(writes grading.md and grading.json beside it, or to DIR; --smoke: two jobs of each workload, two hostile programs at a
+0.5 s limit, one round, two of each start-up timing, to a temporary folder)
 """
-import argparse, atexit, contextlib, gzip, json, os, pickle, platform, resource, shutil, statistics, subprocess, sys
-import tempfile, time
+import argparse, atexit, contextlib, functools, gzip, json, os, pickle, platform, resource, shutil, statistics
+import subprocess, sys, tempfile, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +24,8 @@ from gradient_quarantine.pocket_problems import pocket_problems
 from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
 from gradient_quarantine.train import load_substrate, resolve_config
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import footer, provenance, results_dir
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = {  # programs appended to a wrong solution; each must end in a bounded time with no gt_correct
@@ -36,6 +39,7 @@ HOSTILE = {  # programs appended to a wrong solution; each must end in a bounded
     "fd exhaustion": "import os\nfds = []\nwhile True:\n    try: fds.append(os.open('/dev/null', os.O_RDONLY))\n"
                      "    except OSError: break",
 }
+SMOKE_HOSTILE = ("cpu spin", "forge the report")   # a smoke's hostile mix: one time limit, one forged report
 LOGGED_LABELS = ("reward", "gt_correct", "exploited", "channel", "passed", "can_compile", "tests_passed",
                  "own_tests_pass", "timed_out")
 BATCH = """
@@ -126,10 +130,15 @@ def alternated(runs: dict, rounds: int) -> dict:
             out[arm]["seconds"].append(seconds)
     return out
 
+@functools.cache
+def pocket_problems_by_id() -> dict:
+    "Every pocket problem, train and test, by id (built once: it takes seconds)."
+    train, test = load_substrate(resolve_config("pocket"))
+    return {p.id: p for p in list(train) + list(test)}
+
 def pocket_jobs(path: Path, updates: int | None):
     "The logged rollouts of the first `updates` updates (all where None), as grade jobs with their problems."
-    train, test = load_substrate(resolve_config("pocket"))
-    problems = {p.id: p for p in list(train) + list(test)}
+    problems = pocket_problems_by_id()
     rows = [json.loads(line) for line in gzip.open(path, "rt")]
     rows = [r for r in rows if updates is None or r["update"] <= updates]
     return [(r["completion"], problems[r["problem"]], r["mode"]) for r in rows], rows
@@ -156,7 +165,7 @@ def startup_ms(flags: list[str], n: int = 20) -> float:
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1e3
 
-def run_start_ms(n: int = 40) -> dict:
+def run_start_ms(n: int) -> dict:
     "Median wall ms of one sandbox run of `pass`, old and new alternated (what a run costs beyond the program itself)."
     times = {"old": [], "new": []}
     for i in range(n):
@@ -175,25 +184,34 @@ def main():
                          "more on a loaded machine, where the slowest canonical solutions would otherwise time out); "
                          "the hostile mix always runs at 3 s")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
+    ap.add_argument("--out", default=None, help="folder for grading.md and grading.json (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="two jobs per workload, two hostile programs at a 0.5 s limit, one round: checks the script")
     args = ap.parse_args()
+    out, record = results_dir(args.out, args.smoke, __file__), provenance()
     assert sandbox.engine_problem() is None, f"bubblewrap cannot run here: {sandbox.engine_problem()}"
+    n, hostile_s = (2, 0.5) if args.smoke else (None, 3.0)
+    if args.smoke: args.rounds, args.pocket_updates = 1, 1
     root, boxes = snapshot(), BOXES
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
-    canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test]
-    hostile = [(fenced(wrong_solution(p) + "\n" + code), p, modes[p.id])
-               for p, code in zip(test[:2 * len(HOSTILE)], list(HOSTILE.values()) * 2)]
+    canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test][:n]
+    codes = [HOSTILE[k] for k in SMOKE_HOSTILE] if args.smoke else list(HOSTILE.values()) * 2
+    hostile = [(fenced(wrong_solution(p) + "\n" + code), p, modes[p.id]) for p, code in zip(test, codes)]
     pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
+    pocket, pocket_rows = pocket[:n], pocket_rows[:n]
     host = {"cpus": os.cpu_count(), "processes": len(sandbox._proc_uids()), "loadavg_start": os.getloadavg(),
             "python": platform.python_version(), "kernel": platform.release(), "workers": os.cpu_count(),
             "timeout_s": args.timeout, "rounds": args.rounds, "limits_new": sandbox.run_python("pass").limits,
             "grade_many": "worker processes" if hasattr(rewards, "GradingWorker") else "threads"}
-    host["proc_scan_ms"] = round(proc_scan_ms(sandbox), 2)
-    host["run_start_ms"] = run_start_ms()
-    host["interpreter_start_ms"] = {"-I": round(startup_ms(["-I"]), 1), "-I -S": round(startup_ms(["-I", "-S"]), 1)}
+    host["proc_scan_ms"] = round(proc_scan_ms(sandbox, 2 if args.smoke else 200), 2)
+    host["run_start_ms"] = run_start_ms(2 if args.smoke else 40)
+    starts = 2 if args.smoke else 20
+    host["interpreter_start_ms"] = {"-I": round(startup_ms(["-I"], starts), 1),
+                                    "-I -S": round(startup_ms(["-I", "-S"], starts), 1)}
     rows, slowest = [], []
-    workloads = (("119 canonical solutions", canon, args.timeout),
-                 (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
+    workloads = ((f"{len(canon)} canonical solutions", canon, args.timeout),
+                 (f"hostile mix ({len(hostile)} programs)", hostile, hostile_s),
                  (f"pocket rollouts, updates 1-{args.pocket_updates} ({len(pocket)})", pocket, args.timeout))
     for name, jobs, timeout_s in workloads:
         t_start = time.monotonic()
@@ -209,7 +227,7 @@ def main():
         diff = differences(jobs, s["old"]["grades"], s["new"]["grades"])
         assert not diff, f"{name}: the new sandbox changed a verdict: {diff}"
         grades = s["new"]["grades"]
-        if name.startswith("119"):
+        if name.endswith("canonical solutions"):
             assert all(g.gt_correct for g in grades), "a canonical solution failed"
             slowest = sorted(((j[1].id, round(t, 2)) for j, t in zip(jobs, s["new"]["wall"])), key=lambda x: -x[1])[:5]
         elif name.startswith("hostile"):
@@ -231,11 +249,12 @@ def main():
         row["bench_s"] = round(time.monotonic() - t_start, 1)
         rows.append(row); print(row, flush=True)
     full, full_rows = pocket_jobs(Path(args.rollouts), None)
+    full, full_rows = full[:n], full_rows[:n]
     full_s, full_grades = batch(root, full, args.timeout, ENVS["new"])
     check_logged(full_grades, full_rows, "all logged pocket rollouts, new sandbox")
     host["all_pocket_rollouts"] = {"n": len(full), "grade_many_s_new": round(full_s, 1),
                                    "grade_many_per_s_new": round(len(full) / full_s, 2), "labels_equal_logged": True}
-    pocket_test = pocket_problems("test")
+    pocket_test = pocket_problems("test")[:n]
     canon_s, canon_grades = batch(root, [(fenced(p.canonical_solution), p, "gt_only") for p in pocket_test],
                                   args.timeout, ENVS["new"])
     assert all(g.gt_correct for g in canon_grades), [p.id for p, g in zip(pocket_test, canon_grades)
@@ -267,23 +286,25 @@ def main():
             f"{args.rounds} batches per sandbox in ABBA order; programs/s from the median batch.\n\n"
             f"Host: {host['cpus']} CPUs, {host['processes']} processes, load average {host['loadavg_start'][0]:.2f} at "
             f"the start and {host['loadavg_end'][0]:.2f} at the end (other jobs ran meanwhile), Python "
-            f"{host['python']}, kernel {host['kernel']}. Wall limit per program {args.timeout:g} s (hostile mix 3 s). "
+            f"{host['python']}, kernel {host['kernel']}. Wall limit per program {args.timeout:g} s (hostile mix "
+            f"{hostile_s:g} s). "
             f"One /proc scan (`_proc_uids`): {host['proc_scan_ms']} ms. Interpreter start-up: `-I` "
             f"{host['interpreter_start_ms']['-I']} ms, `-I -S` {host['interpreter_start_ms']['-I -S']} ms. One sandbox "
-            f"run of `pass` (median of 40, alternated): {host['run_start_ms']['old']} ms old, "
+            f"run of `pass` (median of {2 if args.smoke else 40}, alternated): {host['run_start_ms']['old']} ms old, "
             f"{host['run_start_ms']['new']} ms new.\n\n"
-            f"Verdicts: every job graded the same by both sandboxes, serially and in parallel; all 119 canonical "
-            f"solutions gt_correct; no hostile program gt_correct; the replayed pocket rollouts carry their logged "
-            f"labels ({', '.join(LOGGED_LABELS)}) under both. All {len(full)} logged rollouts of "
+            f"Verdicts: every job graded the same by both sandboxes, serially and in parallel; all {len(canon)} "
+            f"canonical solutions gt_correct; no hostile program gt_correct; the replayed pocket rollouts carry their "
+            f"logged labels ({', '.join(LOGGED_LABELS)}) under both. All {len(full)} logged rollouts of "
             f"{Path(args.rollouts).parent.name} replayed once through the new sandbox with `grade_many`: "
             f"{full_s:.1f} s ({len(full) / full_s:.1f}/s), every label equal to the logged one. All {len(pocket_test)} "
             f"canonical solutions of the pocket test set graded through the new sandbox: every one gt_correct "
             f"({canon_s:.1f} s).\n\n"
-            f"Slowest canonical solutions (id, s, serial, new): {slowest}\n")
+            f"Slowest canonical solutions (id, s, serial, new): {slowest}\n\n{footer(record)}\n")
     print(text)
-    here = Path(__file__).parent
-    (here/"grading.md").write_text("# Grading cost: the old sandbox vs bubblewrap\n\n" + text)
-    (here/"grading.json").write_text(json.dumps({"rows": rows, **host, "slowest_canonical_serial": slowest}, indent=1)
-                                     + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out/"grading.md").write_text(f"# Grading cost: the old sandbox vs bubblewrap{' (smoke)' if args.smoke else ''}"
+                                  f"\n\n" + text)
+    (out/"grading.json").write_text(json.dumps({"provenance": record, "smoke": args.smoke, "rows": rows, **host,
+                                                "slowest_canonical_serial": slowest}, indent=1) + "\n")
 
 if __name__ == "__main__": main()

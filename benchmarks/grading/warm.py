@@ -11,18 +11,22 @@ by a training run (their logged labels must come out again). Per workload:
 Then every logged rollout of one grid run is replayed through both paths with `grade_many` (new first), and every label
 must equal the logged one. Also measured: the wall time of one sandbox run of `pass`, old and new alternated.
 
-Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm.py [--workers 16]
-(writes warm.md and warm.json beside it, or NAME.md and NAME.json with --name NAME)
+Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm.py [--workers 16] [--out DIR]
+(writes warm.md and warm.json beside it or to DIR, or NAME.md and NAME.json with --name NAME; --smoke: two jobs of each
+workload, two hostile programs at a 0.5 s limit, one round, a replay of two rollouts, to a temporary folder)
 """
 import argparse, json, os, platform, statistics, sys, time
 from pathlib import Path
 from unittest import mock
 sys.path.insert(0, str(Path(__file__).parent))
-from grading import HOSTILE, LOGGED_LABELS, REPO, alternated, batch, check_logged, differences, pocket_jobs, snapshot
+from grading import (HOSTILE, LOGGED_LABELS, REPO, SMOKE_HOSTILE, alternated, batch, check_logged, pocket_jobs,
+                     snapshot)
 from gradient_quarantine import sandbox
 from gradient_quarantine.problems import load_leetcode, assign_modes
 from gradient_quarantine.results import GRID_DIR
 from gradient_quarantine.rewards import MODES, fenced, grade, wrong_solution
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import footer, provenance, results_dir
 
 ENVS = {"old": {"GQ_SANDBOX": "cold"}, "new": {"GQ_SANDBOX": "warm"}}
 RUNS = {"old": sandbox._run_bwrap, "new": sandbox._run_warm}
@@ -39,7 +43,7 @@ def serial(jobs, timeout_s: float) -> dict:
             out[arm]["grades"].append(g)
     return out
 
-def pass_ms(n: int = 60) -> dict:
+def pass_ms(n: int) -> dict:
     "Median and 90th-percentile wall ms of one sandbox run of `pass`, old and new alternated."
     times = {arm: [] for arm in RUNS}
     for i in range(n):
@@ -65,24 +69,33 @@ def main():
     ap.add_argument("--skip-replay", action="store_true", help="a quick run: no replay of every logged rollout")
     ap.add_argument("--name", default="warm", help="the results' file names beside this script: NAME.md and NAME.json")
     ap.add_argument("--rollouts", default=str(REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"))
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="two jobs per workload, two hostile programs at a 0.5 s "
+                    "limit, one round, a replay of two rollouts, to a temporary folder: checks the script")
     args = ap.parse_args()
+    args.out, args.provenance = results_dir(args.out, args.smoke, __file__), provenance()
+    n, hostile_s = (2, 0.5) if args.smoke else (None, 3.0)
+    if args.smoke: args.rounds, args.pocket_updates = 1, 1
     assert sandbox.engine_problem() is None and sandbox.warm_problem() is None, (
         sandbox.engine_problem(), sandbox.warm_problem())
     root = snapshot()
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
-    canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test]
-    names = list(HOSTILE) * 2
+    canon = [(fenced(p.canonical_solution), p, modes[p.id]) for p in test][:n]
+    names = list(SMOKE_HOSTILE) if args.smoke else list(HOSTILE) * 2
     hostile = [(fenced(wrong_solution(p) + "\n" + HOSTILE[n]), p, modes[p.id])
                for p, n in zip(test[:len(names)], names)]
     pocket, pocket_rows = pocket_jobs(Path(args.rollouts), args.pocket_updates)
+    pocket, pocket_rows = pocket[:n], pocket_rows[:n]
     host = {"cpus": os.cpu_count(), "workers": args.workers, "loadavg_start": os.getloadavg(),
             "python": platform.python_version(), "kernel": platform.release(), "timeout_s": args.timeout,
-            "rounds": args.rounds, "pass_ms": pass_ms()}
+            "rounds": args.rounds, "passes": 2 if args.smoke else 60, "hostile_timeout_s": hostile_s}
+    host["pass_ms"] = pass_ms(host["passes"])
     print(host, flush=True)
     rows = []
     for name, jobs, timeout_s in (
-            ("119 canonical solutions", canon, args.timeout), (f"hostile mix ({len(hostile)} programs)", hostile, 3.0),
+            (f"{len(canon)} canonical solutions", canon, args.timeout),
+            (f"hostile mix ({len(hostile)} programs)", hostile, hostile_s),
             (f"pocket rollouts, updates 1-{args.pocket_updates} ({len(pocket)})", pocket, args.timeout)):
         t_start = time.monotonic()
         s = serial(jobs, timeout_s)
@@ -96,7 +109,8 @@ def main():
             diff = [(k or j[1].id, x, y) for j, x, y, k in zip(jobs, a, b, kinds) if verdicts(x, k) != verdicts(y, k)]
             assert all(x.timed_out != y.timed_out for _, x, y in diff), f"{name}, {what}: the two disagree: {diff[:3]}"
             races[what] = [k for k, _, _ in diff]  # where one grading hit the time limit and the other did not
-        if name.startswith("119"): assert all(g.gt_correct for g in s["new"]["grades"]), "a canonical solution failed"
+        if name.endswith("canonical solutions"):
+            assert all(g.gt_correct for g in s["new"]["grades"]), "a canonical solution failed"
         elif name.startswith("hostile"):
             assert not any(g.gt_correct for g in s["new"]["grades"]), "a hostile program was judged correct"
         else:
@@ -115,6 +129,7 @@ def main():
         row["bench_s"] = round(time.monotonic() - t_start, 1)
         rows.append(row); print(row, flush=True)
     full, full_rows = pocket_jobs(Path(args.rollouts), None)
+    full, full_rows = full[:n], full_rows[:n]
     replay = {}
     for arm in () if args.skip_replay else ("new", "old"):
         seconds, grades = batch(root, full, args.timeout, ENVS[arm], args.workers)
@@ -148,20 +163,24 @@ def write(rows, host, args):
             f"alternated job by job;\n- grade_many programs/s: `grade_many` on {host['workers']} grading processes in "
             f"a child process per batch, after a warm-up batch, {host['rounds']} batches per path in ABBA order; "
             f"programs/s from the median batch.\n\n"
-            f"One sandbox run of `pass` (60 alternated): old {pm['old']['median']} ms median "
+            f"One sandbox run of `pass` ({host['passes']} alternated): old {pm['old']['median']} ms median "
             f"({pm['old']['p90']} ms p90), new {pm['new']['median']} ms ({pm['new']['p90']} ms p90).\n\n"
             f"Verdicts: every job graded the same by both paths, serially and with grade_many, except where one "
             f"grading hit the time limit and the other did not (a race with the limit, not isolation; the hostile "
-            f"memory bomb's `timed_out` is not compared, it fills 1 GB in 1-2 s): {races}; all 119 canonical solutions "
+            f"memory bomb's `timed_out` is not compared, it fills 1 GB in 1-2 s): {races}; all "
+            f"{rows[0]['n']} canonical solutions "
             f"gt_correct; no hostile program gt_correct; the timed pocket rollouts carry their logged labels "
             f"under both.\n\n"
             f"{replayed}\n\n"
             f"Host: {host['cpus']} CPUs, load average {host['loadavg_start'][0]:.2f} at the start and "
             f"{host['loadavg_end'][0]:.2f} at the end (other jobs ran meanwhile), Python {host['python']}, "
-            f"kernel {host['kernel']}.\n")
+            f"kernel {host['kernel']}. Hostile programs at a {host['hostile_timeout_s']:g} s limit.\n\n"
+            f"{footer(args.provenance)}\n")
     print(text)
-    here = Path(__file__).parent
-    (here/f"{args.name}.md").write_text("# Grading cost: a fresh bubblewrap per program vs warm workers\n\n" + text)
-    (here/f"{args.name}.json").write_text(json.dumps({"rows": rows, **host}, indent=1) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out/f"{args.name}.md").write_text("# Grading cost: a fresh bubblewrap per program vs warm workers"
+                                            f"{' (smoke)' if args.smoke else ''}\n\n" + text)
+    (args.out/f"{args.name}.json").write_text(json.dumps({"provenance": args.provenance, "smoke": args.smoke,
+                                                          "rows": rows, **host}, indent=1) + "\n")
 
 if __name__ == "__main__": main()

@@ -14,13 +14,17 @@ Then every logged rollout of the run is replayed through the new path with `grad
 logged ones), and the hostile mix of `grading.py` is graded by both paths (the verdicts must agree).
 
 Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm_two_forks.py --old-ref REF [--name NAME]
-(writes NAME.md and NAME.json beside it; NAME defaults to warm_two_forks)
+(writes NAME.md and NAME.json beside it or to --out DIR; NAME defaults to warm_two_forks; --smoke: the package at
+HEAD as old unless --old-ref says otherwise, one round, 5 passes, two jobs, two hostile programs at a 0.5 s limit, a
+replay of two rollouts, to a temporary folder)
 """
 import argparse, json, os, pickle, platform, statistics, subprocess, sys, tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+from provenance import footer, provenance, results_dir
 CHILD = """
 import json, os, pickle, sys, time
 from pathlib import Path
@@ -76,15 +80,23 @@ def per_program(runs: list, n: int) -> dict:
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--old-ref", required=True, help="git ref of the package with three forks per program")
+    ap.add_argument("--old-ref", default=None, help="git ref of the package with three forks per program "
+                    "(required, except in a smoke: HEAD)")
     ap.add_argument("--rounds", type=int, default=4, help="measurements per path and task, alternated (ABBA...)")
     ap.add_argument("--passes", type=int, default=400, help="runs of `pass` per measurement")
     ap.add_argument("--updates", type=int, default=6, help="updates of logged rollouts (64 each) in the timed jobs")
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="grading processes of grade_many")
     ap.add_argument("--name", default="warm_two_forks")
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="one round of a few jobs, old = HEAD unless --old-ref, "
+                    "to a temporary folder: checks the script")
     args = ap.parse_args()
+    if args.old_ref is None and not args.smoke: ap.error("--old-ref is required (except with --smoke)")
+    args.out, args.provenance = results_dir(args.out, args.smoke, __file__), provenance()
+    n, hostile_s = (2, 0.5) if args.smoke else (None, 3.0)
+    if args.smoke: args.old_ref, args.rounds, args.passes, args.updates = args.old_ref or "HEAD", 1, 5, 1
     sys.path.insert(0, str(HERE))
-    from grading import HOSTILE, LOGGED_LABELS, check_logged, pocket_jobs
+    from grading import HOSTILE, SMOKE_HOSTILE, check_logged, pocket_jobs
     from warm import verdicts
     from gradient_quarantine.problems import load_leetcode, assign_modes
     from gradient_quarantine.results import GRID_DIR
@@ -92,6 +104,7 @@ def main():
     rollouts = REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"
     roots = {"old": old_copy(args.old_ref), "new": REPO}
     jobs, rows = pocket_jobs(rollouts, args.updates)
+    jobs, rows = jobs[:n], rows[:n]
     tasks = {"pass": (args.passes, args.passes), "serial": (jobs, len(jobs)),
              "grade_many": ((jobs, args.workers, 30.0), len(jobs))}
     results = {task: {path: [] for path in roots} for task in tasks}
@@ -105,20 +118,21 @@ def main():
     table = {task: {path: per_program(results[task][path], tasks[task][1]) for path in roots} for task in tasks}
     test = load_leetcode("test")
     modes = assign_modes(test, MODES, seed=0)
-    names = list(HOSTILE) * 2
-    hostile = [(fenced(wrong_solution(p) + "\n" + HOSTILE[n]), p, modes[p.id]) for p, n in zip(test, names)]
-    hostile_grades = {path: measure(root, "grade_many", (hostile, args.workers, 3.0))[2]
+    names = list(SMOKE_HOSTILE) if args.smoke else list(HOSTILE) * 2
+    hostile = [(fenced(wrong_solution(p) + "\n" + HOSTILE[k]), p, modes[p.id]) for p, k in zip(test, names)]
+    hostile_grades = {path: measure(root, "grade_many", (hostile, args.workers, hostile_s))[2]
                       for path, root in roots.items()}
     disagree = [n for n, a, b in zip(names, hostile_grades["old"], hostile_grades["new"])
                 if verdicts(a, n) != verdicts(b, n)]
     assert not disagree, f"the hostile mix is graded differently: {disagree}"
     assert not any(g.gt_correct for g in hostile_grades["new"]), "a hostile program was judged correct"
     full, full_rows = pocket_jobs(rollouts, None)
+    full, full_rows = full[:n], full_rows[:n]
     replay_s, _, replay = measure(REPO, "grade_many", (full, args.workers, 30.0))
     check_logged(replay, full_rows, "the replay of every logged rollout, new")
     host = {"cpus": os.cpu_count(), "workers": args.workers, "python": platform.python_version(),
             "kernel": platform.release(), "old_ref": args.old_ref, "rounds": args.rounds, "pocket_jobs": len(jobs),
-            "hostile": {"programs": len(hostile), "verdicts_agree": True},
+            "hostile": {"programs": len(hostile), "timeout_s": hostile_s, "verdicts_agree": True},
             "replay": {"run": rollouts.parent.name, "n": len(full), "seconds": round(replay_s, 1),
                        "programs_per_s": round(len(full) / replay_s, 1), "labels_equal_logged": True}}
     write(table, host, args)
@@ -134,7 +148,8 @@ def write(table: dict, host: dict, args):
         lines.append(f"| {what[task]} | {t['old']['wall_ms']} | {t['new']['wall_ms']} | {t['old']['cpu_ms']} | "
                      f"{t['new']['cpu_ms']} | {saved:.0%} |")
     rp = host["replay"]
-    md = [f"# Warm sandbox: two forks per program against three ({host['cpus']} cores)", "",
+    md = [f"# Warm sandbox: two forks per program against three ({host['cpus']} cores"
+          f"{', smoke' if args.smoke else ''})", "",
           "Written by `warm_two_forks.py` (its docstring says how). Medians over "
           f"{host['rounds']} measurements per path, the paths alternated; host CPU is the whole machine's busy time "
           "(the kernel's work for namespaces, forks and exits included) per program.", "", *lines, "",
@@ -142,9 +157,12 @@ def write(table: dict, host: dict, args):
           f"labels the training run logged; the hostile mix ({host['hostile']['programs']} programs) gets the same "
           f"verdicts from both; all {rp['n']} logged rollouts of {rp['run']} replayed through the new path with "
           f"`grade_many` carry their logged labels ({rp['seconds']} s, {rp['programs_per_s']} programs/s).", "",
-          f"Host: {host['cpus']} CPUs, Python {host['python']}, kernel {host['kernel']}; old: `{host['old_ref']}`."]
-    (HERE/f"{args.name}.md").write_text("\n".join(md) + "\n")
-    (HERE/f"{args.name}.json").write_text(json.dumps({"host": host, "per_program": table}, indent=1) + "\n")
+          f"Host: {host['cpus']} CPUs, Python {host['python']}, kernel {host['kernel']}; old: `{host['old_ref']}`.",
+          "", footer(args.provenance)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out/f"{args.name}.md").write_text("\n".join(md) + "\n")
+    (args.out/f"{args.name}.json").write_text(json.dumps({"provenance": args.provenance, "smoke": args.smoke,
+                                                          "host": host, "per_program": table}, indent=1) + "\n")
     print("\n".join(md))
 
 if __name__ == "__main__": main()
