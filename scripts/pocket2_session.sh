@@ -15,7 +15,7 @@
 # Usage, from the repository root:  [SMOKE=1] [BUILDS=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]
 # SECONDS (default 555) bounds the whole call: a build still running 30 s before it is stopped and its log returned.
 # SMOKE=1: the same steps at toy size (a --smoke build, 2 samples of 6 prompts, 2 updates a run), minutes on a CPU.
-set -u
+set -u -o pipefail
 stage=${1:?usage: [SMOKE=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]}
 budget=${2:-555} smoke=${SMOKE:-0} builds=${BUILDS:-2}
 : "${OUT:?OUT must name the folder the results go to}"
@@ -31,11 +31,13 @@ fi
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 work=$(mktemp -d /tmp/pocket2_session.XXXXXX); mkdir -p "$OUT/logs"
 left() { echo $((budget - SECONDS)); }
+phase() { echo "$1 at ${SECONDS}s" | tee -a "$OUT/logs/phases.txt"; }
 mps=0
 if [ "$ngpu" -ge 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then   # side by side processes share the GPU
   export CUDA_MPS_PIPE_DIRECTORY=$work/mps_pipe CUDA_MPS_LOG_DIRECTORY=$work/mps_log   # (as run_answer.py's grid)
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d && mps=1 && trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  if nvidia-cuda-mps-control -d; then mps=1; trap 'echo quit | nvidia-cuda-mps-control' EXIT
+  else unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; fi
 fi
 python3 - "$stage" "$smoke" "$ngpu" "$builds" "$mps" <<'PY'
 # The estimate, from pocket's recorded numbers (08_pocket, benchmarks/pocket_*): deterministic training of the 3.7M
@@ -64,13 +66,12 @@ s.seccomp_filter(); print('seccomp filter: built')" || exit 1
 fi
 
 build_stage() {
-  local flags="--deterministic" b pids=()
-  [ "$smoke" = 1 ] && flags="--smoke"
+  local flags="--deterministic --device cuda" b pids=()       # never a silent CPU build on the GPU host
+  [ "$smoke" = 1 ] && flags="--smoke --device cpu"
   for b in $(seq 1 "$builds"); do
-    local gpu=""; [ "$ngpu" -ge 2 ] && gpu=$((b - 1))
-    CUDA_VISIBLE_DEVICES=${gpu:-${CUDA_VISIBLE_DEVICES:-}} timeout -s INT $(( $(left) - 30 )) \
-      python3 scripts/build_pocket2.py --out "$work/build$b" $flags ${STEPS:+--steps $STEPS} \
-      > "$OUT/logs/build$b.log" 2>&1 &
+    (if [ "$ngpu" -ge 2 ]; then export CUDA_VISIBLE_DEVICES=$((b - 1)); fi     # two GPUs: one build each
+     exec timeout -s INT $(( $(left) - 30 )) python3 scripts/build_pocket2.py --out "$work/build$b" $flags \
+       ${STEPS:+--steps $STEPS}) > "$OUT/logs/build$b.log" 2>&1 &
     pids+=($!)
   done
   for b in "${!pids[@]}"; do wait "${pids[$b]}"; echo "build $((b + 1)) exit $?" | tee -a "$OUT/logs/builds.txt"; done
@@ -83,24 +84,29 @@ for b in range(1, n + 1):
     d = work/f"build{b}"
     card = json.loads((d/"pocket2_card.json").read_text()) if (d/"pocket2_card.json").exists() else None
     sha = hashlib.sha256((d/"model.safetensors").read_bytes()).hexdigest() if card else None
-    rows.append({"build": b, "complete": card is not None, "sha256": sha, "card": card,
-                 "log_tail": (out/"logs"/f"build{b}.log").read_text().splitlines()[-8:]})
+    lines = (out/"logs"/f"build{b}.log").read_text().splitlines()
+    rows.append({"build": b, "complete": card is not None, "sha256": sha, "card": card, "log_tail": lines[-8:],
+                 "last_progress": next((l for l in reversed(lines) if l.startswith("step ")), None)})
 shas = [r["sha256"] for r in rows]
 summary = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__,
            "builds": rows, "sha256": shas, "all_complete": all(r["complete"] for r in rows),
            "identical": all(rows[0]["complete"] and s == shas[0] for s in shas) if len(rows) > 1 else None}
 (out/"pocket2_build.json").write_text(json.dumps(summary, indent=1) + "\n")
-print("| build | complete | sha256 | final loss | seconds (corpus, tokenizer, encode, train: cumulative) |")
-print("|---|---|---|---|---|")
+print("| build | complete | sha256 | final loss | seconds (cumulative: corpus, tokenizer, encode, train) | last step |")
+print("|---|---|---|---|---|---|")
 for r in rows:
     c = r["card"] or {}
     print(f"| {r['build']} | {r['complete']} | {(r['sha256'] or '-')[:16]} | {c.get('final_loss', '-')} | "
-          f"{ {k: round(v) for k, v in c.get('seconds', {}).items()} } |")
+          f"{ {k: round(v) for k, v in c.get('seconds', {}).items()} } | {r['last_progress']} |")
 print("identical:", summary["identical"])
+sys.exit(0 if summary["all_complete"] else f"not every build finished: see {out}/logs/build*.log")
 PY
+  local built=$?
   if [ -f "$work/build1/pocket2_card.json" ]; then
-    python3 scripts/pocket2_weights.py split "$work/build1" "$OUT/pocket2_model_parts"
+    python3 scripts/pocket2_weights.py split "$work/build1" "$OUT/pocket2_model_parts" || return 1
   fi
+  phase "builds done"
+  return $built
 }
 
 live_stage() {
@@ -110,20 +116,26 @@ live_stage() {
   [ "$model" != gradient_quarantine/pocket2_model ] && train="$train --model $model"   # else the preset's "pocket2"
   python3 -c "from gradient_quarantine.pocket2 import pocket2_weights; pocket2_weights('$model')" || return 1
   python3 scripts/pocket2_base_rates.py --model "$model" --out "$OUT/pocket2_base_rates.json" $rates \
-    2>&1 | tee "$OUT/logs/base_rates.log"
+    2>&1 | tee "$OUT/logs/base_rates.log" || return 1
+  phase "base rates done"
   for s in $seeds; do
     OMP_NUM_THREADS=1 GQ_GRADE_WORKERS=$(( 2 * $(nproc) / 5 > 2 ? 2 * $(nproc) / 5 : 2 )) \
       python3 -m gradient_quarantine.train --preset pocket2 --arm vanilla --seed "$s" \
         --run-dir "$work/runs/pocket2_vanilla_s$s" $train > "$OUT/logs/vanilla_s$s.log" 2>&1 &
     pids+=($!)
   done
-  for s in "${pids[@]}"; do wait "$s"; done
+  local failed=0
+  for s in "${pids[@]}"; do wait "$s" || failed=$((failed + 1)); done
+  phase "vanilla runs done ($failed failed)"
   tail -n 3 "$OUT"/logs/vanilla_s*.log
   python3 scripts/pocket2_liveness.py --out "$OUT/pocket2_liveness.json" "$work"/runs/pocket2_vanilla_s* \
     $held 2>&1 | tee "$OUT/logs/liveness.log"
+  local summarised=$?
+  phase "held-out evaluations and liveness summary done"
   mkdir -p "$OUT/runs" && for d in "$work"/runs/*; do
     mkdir -p "$OUT/runs/$(basename "$d")" && cp -r "$d"/*.json* "$d"/eval "$OUT/runs/$(basename "$d")/"
   done
+  [ "$failed" = 0 ] && [ "$summarised" = 0 ]
 }
 
 case $stage in
@@ -131,5 +143,16 @@ case $stage in
   live) live_stage "gradient_quarantine/pocket2_model" ;;
   all) build_stage && live_stage "$work/build1" ;;
 esac
-echo "pocket2 session ($stage) done in $SECONDS s; results in $OUT:"; ls "$OUT"
+rc=$?
+python3 - "$OUT" "$stage" "$smoke" "$SECONDS" "$rc" "$ngpu" "$mps" <<'PY'
+import json, sys
+from pathlib import Path
+out, stage, smoke, seconds, rc, ngpu, mps = sys.argv[1:]
+made = sorted(p.name for p in Path(out).glob("pocket2_*.json"))
+(Path(out)/f"pocket2_session_{stage}.json").write_text(json.dumps(
+    {"stage": stage, "smoke": smoke == "1", "seconds": int(seconds), "exit": int(rc), "gpus": int(ngpu),
+     "mps": mps == "1", "summaries": made}, indent=1) + "\n")
+PY
+echo "pocket2 session ($stage) exit $rc after $SECONDS s; results in $OUT:"; ls "$OUT"
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv 2>/dev/null || true
+exit $rc
