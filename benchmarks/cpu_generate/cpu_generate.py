@@ -7,9 +7,10 @@ at zero (as at the start of a run) and moved off zero (as after training). The t
 times over, from the same seed; the table has the median seconds, the ratio and whether the completions were identical.
 
 Run from the repository root: python benchmarks/cpu_generate/cpu_generate.py
-(writes cpu_generate.md and .json beside it)
+(writes cpu_generate.md and .json beside it, or to --out DIR). --smoke: the same with 2 rollouts and 2 evaluation
+prompts of 4 new tokens, one round, to a temporary folder.
 """
-import argparse, json, os, platform, statistics, time
+import argparse, json, os, platform, statistics, sys, time
 from pathlib import Path
 import torch
 from gradient_quarantine.adapter import attach_knobs
@@ -18,6 +19,10 @@ from gradient_quarantine.fastgen import fast_generate
 from gradient_quarantine.problems import assign_modes, render_prompt
 from gradient_quarantine.tokens import encode_prompt
 from gradient_quarantine.train import load_policy, load_substrate, resolve_config
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import footer, provenance, results_dir
+
+SMOKE = {"prompts_per_update": 1, "group_size": 2, "max_new_tokens": 4, "eval_batch": 2, "eval_max_new_tokens": 4}
 
 def workloads(cfg, tok, train, test) -> dict:
     "name -> (prompts, sampling, batch size) as the pocket preset's update and evaluation use them."
@@ -25,17 +30,20 @@ def workloads(cfg, tok, train, test) -> dict:
     rollouts = [encode_prompt(tok, render_prompt(p, tmodes[p.id])) for p in train[:cfg.prompts_per_update]
                 for _ in range(cfg.group_size)]
     evals = [encode_prompt(tok, render_prompt(p, emodes[p.id], eval_markers=True)) for p in test[:cfg.eval_batch]]
-    return {"rollouts (64 x 160, T=1)":
+    return {f"rollouts ({len(rollouts)} x {cfg.max_new_tokens}, T={cfg.temperature:g})":
                 (rollouts, Sampling(cfg.temperature, cfg.top_p, cfg.top_k, cfg.max_new_tokens), cfg.gen_batch),
-            "evaluation (128 x 160, T=1)":
+            f"evaluation ({len(evals)} x {cfg.eval_max_new_tokens}, T={cfg.eval_temperature:g})":
                 (evals, Sampling(cfg.eval_temperature, cfg.top_p, cfg.top_k, cfg.eval_max_new_tokens), cfg.eval_batch)}
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="2 + 2 prompts, 4 new tokens, one round: checks the script")
     a = ap.parse_args()
-    cfg = resolve_config("pocket")
+    out, record = results_dir(a.out, a.smoke, __file__), provenance()
+    if a.smoke: a.rounds = 1
+    cfg = resolve_config("pocket", **(SMOKE if a.smoke else {}))
     train, test = load_substrate(cfg)
     model, tok = load_policy(cfg, train)
     knobs = attach_knobs(model, model_id=cfg.model)
@@ -61,7 +69,7 @@ def main():
     meta = {"cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
             "python": platform.python_version(), "processor": platform.processor() or platform.machine(),
             "rounds": a.rounds}
-    lines = ["# Plain `generate` vs `fast_generate` on CPU (pocket model)", "",
+    lines = [f"# Plain `generate` vs `fast_generate` on CPU (pocket model{', smoke' if a.smoke else ''})", "",
              f"{meta['cpus']} CPUs ({meta['torch_threads']} torch threads), torch {meta['torch']}, "
              f"Python {meta['python']}; median of {a.rounds} rounds, the two generators in turn from the same seed.",
              "",
@@ -72,10 +80,11 @@ def main():
              "", "- **knobs zero**: `fast_generate` uses the base weights as they are, and gives the same samples "
              "as plain `generate`. **moved**: it merges the knobs into the weights (W + U diag(k) Vh, in fp32), "
              "which rounds differently from the unmerged knob path in the last bits, so a near-tie can sample "
-             "differently; the distribution is the same (04e_fastgen's checks)."]
-    out = Path(a.out)
+             "differently; the distribution is the same (04e_fastgen's checks).", "", footer(record)]
+    out.mkdir(parents=True, exist_ok=True)
     (out/"cpu_generate.md").write_text("\n".join(lines) + "\n")
-    (out/"cpu_generate.json").write_text(json.dumps({"rows": rows, **meta}, indent=1) + "\n")
+    (out/"cpu_generate.json").write_text(json.dumps({"provenance": record, "smoke": a.smoke, "rows": rows, **meta},
+                                                    indent=1) + "\n")
     print("\n".join(lines))
 
 if __name__ == "__main__": main()

@@ -3,12 +3,17 @@ against the memory-bandwidth floor (one H100).
 
 On the GPU machine, from the repository root (about 3-5 minutes; partial results are written after every measurement):
     export PYTHONPATH=$PWD; python benchmarks/gpu/gpu.py --out benchmarks/gpu/
-A tiny fp32 configuration, to check the script (on CPU) or the CUDA-graph path (--device cuda, about a minute):
-    python benchmarks/gpu/gpu.py --quick --out /tmp/gpuquick [--device cuda]
+A smoke, a tiny fp32 Qwen3 of the same architecture, to check the script (on CPU, in seconds: one batch of 2 rows,
+8 new tokens) or the CUDA-graph path (--device cuda):
+    python benchmarks/gpu/gpu.py --smoke [--device cuda] [--out DIR]
+On the CPU a smoke leaves empty what needs CUDA: the SDPA-attention timing and its graphs (`fast, SDPA attention`,
+`SDPA graphs`, `SDPA capture s`: timed on CUDA only), the peak memory (`fast peak GiB`: CUDA's allocator statistics),
+graph captures (0: no CUDA graphs) and the decode-attention kernel check (a Triton kernel).
 --eager runs fast_generate without CUDA graphs (to tell a capture failure from the rest).
-Writes gpu.json and gpu.md to --out.
+Writes gpu.json and gpu.md to --out (default: beside this script; a smoke: a temporary folder). Exits 1 if a check or
+a measurement failed (after writing what it has).
 """
-import argparse, gc, json, math, platform, time, traceback
+import argparse, gc, json, math, platform, sys, time, traceback
 from collections import Counter
 from pathlib import Path
 import torch
@@ -20,14 +25,16 @@ from gradient_quarantine import adapter
 from gradient_quarantine.evaluate import Sampling, generate
 from gradient_quarantine.fastgen import TokenIds, decode_attention, fast_generate, sample_next
 from gradient_quarantine.train import PRESET_VALUES
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import footer, provenance, results_dir
 
 QWEN3_4B = dict(hidden_size=2560, intermediate_size=9728, num_hidden_layers=36, num_attention_heads=32,
                 num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
                 tie_word_embeddings=True, rms_norm_eps=1e-6,
                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
-QUICK = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-             head_dim=16, vocab_size=1024, max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6,
-             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+            head_dim=16, vocab_size=1024, max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})      # a smoke's: Qwen3 at toy sizes
 FULL = PRESET_VALUES["full"]
 # the full preset's rollouts
 ROLLOUT = Sampling(temperature=FULL["temperature"], top_p=FULL["top_p"], top_k=FULL["top_k"])
@@ -299,6 +306,12 @@ def time_sampling(dev, batch, V, dtype, reps=5) -> float:
     return round(1e3 * (time.perf_counter() - t0) / reps, 2)
 
 # ---------------------------------------------------------------- report
+def failed(report: dict, what: str, e: Exception) -> str:
+    "Note a failure in REPORT's errors (the script then exits 1) and print its traceback; the text for the table."
+    traceback.print_exc()
+    report["errors"].append(f"{what}: {e!r}"[:300])
+    return f"{what} FAILED: {e!r}"
+
 COLS = [("batch", "batch"), ("prompt", "prompt"), ("new", "new"), ("ctx", "mean ctx"), ("plain_ms", "plain ms/step"),
         ("fast_ms", "fast ms/step"), ("sdpa_ms", "fast, SDPA attention ms/step"), ("fast_tok_s", "fast tok/s"),
         ("floor_ms", "floor ms/step"), ("fast_over_floor", "fast / floor"), ("plain_over_fast", "plain / fast"),
@@ -345,6 +358,10 @@ def profile_text(prof, title: str, what: str) -> str:
     return (f"\n\n## {title}\n\n{what}, CUDA time by kernel:\n\n| kernel | calls | ms | share |\n|---|---|---|---|\n"
             + "\n".join(f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof) + "\n")
 
+CPU_EMPTY = ("fast, SDPA attention ms/step, SDPA graphs and SDPA capture s (timed on CUDA only), fast peak GiB "
+             "(CUDA's allocator statistics); graphs and capture s are 0 (no CUDA graphs), and the decode-attention "
+             "kernel check does not run (a Triton kernel)")
+
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
     (out/"gpu.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -377,22 +394,25 @@ def write(out: Path, report: dict):
             f"(temperature, top-k candidates, top-p, draw): part of each fast step.\n\n"
             f"## Checks\n\n{checks_text(report['checks'])}{profiles}\n\n"
             f"torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
-            f"{e['seconds']:.0f} s in all.\n")
+            f"{e['seconds']:.0f} s in all.\n"
+            + (f"\nOn the CPU, empty: {CPU_EMPTY}.\n" if e["device_name"].startswith("CPU") else "")
+            + (f"\nFailed: {'; '.join(report['errors'])}\n" if report.get("errors") else "")
+            + f"\n{footer(report['provenance'])}\n")
     (out/"gpu.md").write_text(text)
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).parent), help="folder for gpu.json and gpu.md")
-    ap.add_argument("--quick", action="store_true",
+    ap.add_argument("--out", default=None, help="folder for gpu.json and gpu.md (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true",
                     help="tiny fp32 model, on CPU unless --device cuda: checks the script, or the graph path on a GPU")
-    ap.add_argument("--device", default=None, help="default: cuda when available (cpu with --quick)")
-    ap.add_argument("--batches", type=int, nargs="+", default=None, help="default 64 256 (quick: 4 8)")
-    ap.add_argument("--new", type=int, nargs="+", default=None, help="new tokens, default 256 1536 (quick: 16 48)")
-    ap.add_argument("--prompt", type=int, default=None, help="prompt tokens, default 512 (quick: 32)")
+    ap.add_argument("--device", default=None, help="default: cuda when available (cpu with --smoke)")
+    ap.add_argument("--batches", type=int, nargs="+", default=None, help="default 64 256 (smoke: 2)")
+    ap.add_argument("--new", type=int, nargs="+", default=None, help="new tokens, default 256 1536 (smoke: 8)")
+    ap.add_argument("--prompt", type=int, default=None, help="prompt tokens, default 512 (smoke: 16)")
     ap.add_argument("--plain-steps", type=int, default=None,
-                    help="decode steps timed for plain generate, default 32 (quick: 8)")
+                    help="decode steps timed for plain generate, default 32 (smoke: 4)")
     ap.add_argument("--bucket", type=int, default=None,
-                    help="fast_generate's attended-length bucket, default 128 (quick: 16)")
+                    help="fast_generate's attended-length bucket, default 128 (smoke: 16)")
     ap.add_argument("--eager", action="store_true",
                     help="fast_generate without CUDA graphs (to diagnose a capture failure)")
     ap.add_argument("--profile", action="store_true",
@@ -402,22 +422,22 @@ def main():
                     help="skip the side-by-side timing of fast_generate with SDPA attention in buckets")
     a = ap.parse_args()
     global GRAPHS
-    GRAPHS, q = (False if a.eager else None), a.quick
+    GRAPHS, q = (False if a.eager else None), a.smoke
     dev = torch.device(a.device or ("cpu" if q or not torch.cuda.is_available() else "cuda"))
-    batches, news = a.batches or ([4, 8] if q else [64, 256]), a.new or ([16, 48] if q else [256, 1536])
-    prompt, steps = a.prompt or (32 if q else 512), a.plain_steps or (8 if q else 32)
+    batches, news = a.batches or ([2] if q else [64, 256]), a.new or ([8] if q else [256, 1536])
+    prompt, steps = a.prompt or (16 if q else 512), a.plain_steps or (4 if q else 32)
     bucket = a.bucket or (16 if q else 128)
     dtype = torch.float32 if q or dev.type == "cpu" else torch.bfloat16
-    arch = QUICK if q else QWEN3_4B
-    out = Path(a.out)
-    log(f"device {dev}, {'quick' if q else 'Qwen3-4B'} config, dtype {dtype}")
+    arch = TINY if q else QWEN3_4B
+    out = results_dir(a.out, q, __file__)
+    log(f"device {dev}, {'tiny' if q else 'Qwen3-4B'} config, dtype {dtype}")
     env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda"
                           else f"CPU ({torch.get_num_threads()} threads)",
-           "arch": "tiny Qwen3 (quick)" if q else "Qwen3-4B configuration", "arch_config": arch, "dtype": str(dtype),
+           "arch": "tiny Qwen3 (smoke)" if q else "Qwen3-4B configuration", "arch_config": arch, "dtype": str(dtype),
            "bucket": bucket, "graphs": not a.eager and dev.type == "cuda",
            "sampling": f"T={ROLLOUT.temperature}, top_p={ROLLOUT.top_p}, top_k={ROLLOUT.top_k}", "plain_steps": steps,
            "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()}
-    report = {"env": env, "checks": {}, "rows": []}
+    report = {"provenance": provenance(), "smoke": q, "env": env, "checks": {}, "rows": [], "errors": []}
 
     copy_gib = 0.25 if q or dev.type == "cpu" else 2
     bw = copy_bandwidth(dev, int(copy_gib * GiB))
@@ -426,17 +446,17 @@ def main():
     free_memory(dev)
 
     try: report["checks"]["small"] = check_small(dev)
-    except Exception as e: report["checks"]["small"] = f"FAILED: {e!r}"; traceback.print_exc()
+    except Exception as e: report["checks"]["small"] = failed(report, "small check", e)
     log("small-model checks", report["checks"]["small"])
     write(out, {**report, "env": {**env, "seconds": time.perf_counter() - T0}})
 
     if dev.type == "cuda":
         try: report["checks"]["kernel"] = check_kernel(dev, dtype)
-        except Exception as e: report["checks"]["kernel"] = f"FAILED: {e!r}"; traceback.print_exc()
+        except Exception as e: report["checks"]["kernel"] = failed(report, "kernel check", e)
         log("kernel check", report["checks"]["kernel"])
     if not q and dev.type == "cuda":
         try: report["checks"]["fp32"] = check_fp32(dev)
-        except Exception as e: report["checks"]["fp32"] = f"FAILED: {e!r}"; traceback.print_exc()
+        except Exception as e: report["checks"]["fp32"] = failed(report, "fp32 check", e)
         log("fp32 check", report["checks"]["fp32"]); free_memory(dev)
 
     model = build(arch, dtype, dev, knobs=True)
@@ -447,15 +467,15 @@ def main():
     log(f"model built: {wb / GiB:.2f} GiB of weights read per step; "
         f"knob bases {env['basis_gib']} GiB (not read: merged)")
     try: report["checks"]["big"] = check_big(model, dev, bucket=16)
-    except Exception as e: report["checks"]["big"] = f"FAILED: {e!r}"; traceback.print_exc()
+    except Exception as e: report["checks"]["big"] = failed(report, "big check", e)
     log("benchmark-model checks", report["checks"]["big"])
     free_memory(dev)
     if a.profile:
         try: report["profile"] = profile_step(model, dev, batches[-1], prompt + news[0] // 2)
-        except Exception as e: report["profile"] = f"FAILED: {e!r}"; traceback.print_exc()
+        except Exception as e: report["profile"] = failed(report, "profile", e)
         log("profile", report["profile"]); free_memory(dev)
         try: report["profile_prefill"] = profile_prefill(model, dev, 128, 640)
-        except Exception as e: report["profile_prefill"] = f"FAILED: {e!r}"; traceback.print_exc()
+        except Exception as e: report["profile_prefill"] = failed(report, "profile_prefill", e)
         log("prefill profile", report["profile_prefill"]); free_memory(dev)
 
     for new in news:
@@ -467,7 +487,7 @@ def main():
             if time.perf_counter() - T0 > a.budget: notes.append("skipped: time budget")
             else:
                 try: row["sampling_ms"] = time_sampling(dev, batch, cfg.vocab_size, dtype)
-                except Exception as e: notes.append(f"sampling: {e!r}"[:200])
+                except Exception as e: notes.append(failed(report, "sampling", e)[:200])
                 max_len = -(-(prompt + new - 1) // bucket) * bucket
                 need = kv_bytes(cfg, batch, max_len, elem) + 2 * GiB + 24 * batch * cfg.vocab_size
                 free_memory(dev)
@@ -476,12 +496,12 @@ def main():
                 else:
                     log(f"fast   batch {batch} new {new} ...")
                     try: row.update(time_fast(model, dev, batch, prompt, new, bucket))
-                    except Exception as e: notes.append(f"fast: {e!r}"[:300]); traceback.print_exc()
+                    except Exception as e: notes.append(failed(report, "fast", e)[:300])
                     log(f"fast   batch {batch} new {new}: {row.get('fast_ms')} ms/step")
                     if dev.type == "cuda" and not a.no_sdpa:
                         free_memory(dev)
                         try: row.update(time_fast(model, dev, batch, prompt, new, bucket, attention="sdpa"))
-                        except Exception as e: notes.append(f"fast sdpa: {e!r}"[:300]); traceback.print_exc()
+                        except Exception as e: notes.append(failed(report, "fast sdpa", e)[:300])
                         log(f"fast (SDPA attention) batch {batch} new {new}: {row.get('sdpa_ms')} ms/step")
                 free_memory(dev)
                 need = (1.05 * kv_bytes(cfg, batch, ctx + steps, elem)
@@ -490,7 +510,7 @@ def main():
                 else:
                     log(f"plain  batch {batch} ctx {ctx:.0f} ...")
                     try: row.update(time_plain(model, dev, batch, ctx, steps))
-                    except Exception as e: notes.append(f"plain: {e!r}"[:300]); traceback.print_exc()
+                    except Exception as e: notes.append(failed(report, "plain", e)[:300])
                     log(f"plain  batch {batch} ctx {ctx:.0f}: {row.get('plain_ms')} ms/step")
                 free_memory(dev)
             if row.get("fast_ms") and row["floor_ms"]:
@@ -504,5 +524,6 @@ def main():
     write(out, report)
     log(f"wrote {out/'gpu.md'} and {out/'gpu.json'}")
     print((out/"gpu.md").read_text(), flush=True)
+    if report["errors"]: sys.exit(f"{len(report['errors'])} failed: {report['errors']}")
 
 if __name__ == "__main__": main()

@@ -5,7 +5,11 @@ route2b per rollout and route2b per token.
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 5 minutes):
     export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update/gpu_update.py --out benchmarks/gpu_update/
-Writes gpu_update.json and gpu_update.md to --out after every phase.
+Writes gpu_update.json and gpu_update.md to --out (default: beside this script) after every phase; exits 1 if an arm
+failed. --smoke checks the script on the CPU in seconds: a tiny fp32 Qwen3 of the same architecture with the pocket
+tokenizer's vocabulary, 2 prompts x 4 rollouts of 4 new tokens, micro-batches of 2, the first 16 problems that fit, the
+direction from the 10 run_tests pairs, to a temporary folder; its `peak GPU GiB` column is empty (CUDA's allocator
+statistics) and its generation has no graph captures (CUDA graphs).
 
 What stands in for what, and why:
 - weights: random (gpu.build), bf16; knob bases random (svd_basis of 252 matrices takes minutes; the cost depends on
@@ -27,8 +31,9 @@ import torch
 import transformers
 from transformers import AutoTokenizer
 
-sys.path.insert(0, str(Path(__file__).parent.parent/"gpu"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file__).resolve().parents[1])]
 import gpu                                                  # benchmarks/gpu/gpu.py: the random model and helpers
+from provenance import footer, provenance, results_dir
 from gradient_quarantine import adapter, train
 from gradient_quarantine.fastgen import fast_generate
 from gradient_quarantine.pocket import POCKET_DIR
@@ -70,12 +75,15 @@ def profile_learn(trainer, ro, dev, top: int = 14) -> list[dict]:
     trainer.opt.zero_grad(set_to_none=True)
     return table
 
+def cell(value) -> str: return "" if value is None else str(value)
+
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
     (out/"gpu_update.json").write_text(json.dumps(report, indent=1) + "\n")
     e, g, arms = report["env"], report.get("generation", {}), report.get("arms", [])
     lines = [f"# One full-preset update on {e['device_name']}", "",
-             f"Random Qwen3-4B configuration (bf16, knobs attached with random bases and small random values), "
+             f"Random {e.get('arch', 'Qwen3-4B configuration, bf16')} (knobs attached with random bases and small "
+             f"random values), "
              f"the full preset ({e['rollouts']} rollouts = {e['prompts']} prompts x {e['group_size']}, "
              f"up to {e['max_new_tokens']} new tokens, micro-batch {e['micro_batch']}, "
              f"generation batch {e['gen_batch']}), "
@@ -85,14 +93,14 @@ def write(out: Path, report: dict):
         lines += ["| phase | seconds | peak GPU GiB | note |", "|---|---|---|---|",
                   f"| direction (pair gradients, every {e['refresh_every']} updates) | {report.get('direction_s')} | | "
                   f"amortised: {round(report.get('direction_s', 0) / e['refresh_every'], 1)} s per update |",
-                  f"| generation | {g['s_generate']} | {g['peak_gib']} | "
+                  f"| generation | {g['s_generate']} | {cell(g['peak_gib'])} | "
                   f"{g['chunks']} chunks of {g['chunk_rows']} rows, {g.get('attention')} attention; "
                   f"decode {g['decode_s']} s ({g['ms_per_step']} ms/step), prefill {g['prefill_s']} s, "
                   f"{g.get('captures')} graph captures {g['capture_s']} s, fuse {g['fuse_s']} s |",
                   f"| grading all alone | {report.get('grading_alone_s')} | | on {os.cpu_count()} cores; "
                   f"in the update it overlaps generation (earlier chunks) and learning (the last chunk) |"]
     for a in arms:
-        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {a['peak_gib']} | "
+        lines.append(f"| loss+backward, {a['arm']} | {a['s_backward']} | {cell(a['peak_gib'])} | "
                      f"waited {a['s_grade']} s for grades; optimizer {a['s_optimizer']} s; "
                      f"update total {a['update_s']} s"
                      + (f" ({a['update_with_refresh_s']} s with the refresh amortised)"
@@ -102,7 +110,9 @@ def write(out: Path, report: dict):
               f"- micro-batches of at most {e['micro_batch']} rollouts "
               f"and {e.get('micro_batch_tokens')} padded tokens.",
               f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
-              f"{report.get('seconds', 0):.0f} s in all."]
+              f"{report.get('seconds', 0):.0f} s in all.",
+              *(["- On the CPU the peak GPU memory is empty (CUDA's allocator statistics) and generation captures no "
+                 "CUDA graphs."] if e["device_name"].startswith("CPU") else [])]
     if isinstance(prof := report.get("profile"), list):
         lines += ["", "## Where a learning micro-batch goes", "",
                   f"One vanilla micro-batch of {e['micro_batch']} rollouts (reference forward, "
@@ -110,16 +120,17 @@ def write(out: Path, report: dict):
                   "| kernel | calls | ms | share |", "|---|---|---|---|",
                   *[f"| `{r['kernel']}` | {r['calls']} | {r['ms']} | {r['share']} |" for r in prof]]
     if report.get("errors"): lines += ["", "Errors:", *[f"- {x}" for x in report["errors"]]]
+    lines += ["", footer(report["provenance"])]
     (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the full preset's 1536")
     ap.add_argument("--prompts", type=int, default=None, help="prompts per update, default: the full preset's 64")
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
-    ap.add_argument("--quick", action="store_true",
-                    help="a tiny fp32 model on CPU, 4 prompts, 16 new tokens: checks the script")
+    ap.add_argument("--smoke", action="store_true",
+                    help="a tiny fp32 model on CPU, 2 prompts, 4 new tokens: checks the script")
     ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token", "vanilla"],
                     help="learned in this order on the same rollouts; an arm named twice is timed again "
                          "(the first arm meets every sequence length fresh, the later ones do not)")
@@ -127,31 +138,34 @@ def main():
                     help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, "
                          "as steps after a profile ran slower")
     a = ap.parse_args()
-    out, dev = Path(a.out), torch.device("cpu" if a.quick else "cuda")
-    if a.quick: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 16, a.prompts or 4, a.micro_batch or 2
+    out, dev = results_dir(a.out, a.smoke, __file__), torch.device("cpu" if a.smoke else "cuda")
+    if a.smoke: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 4, a.prompts or 2, a.micro_batch or 2
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
     train_all, test_all = train.load_substrate(train.resolve_config("full"))
-    fits = [p for p in train_all if all(len(encode_prompt(tok, render_prompt(p, m))) <= 1024 for m in train.MODES)]
-    model = gpu.build({**gpu.QUICK, "vocab_size": len(tok)} if a.quick else gpu.QWEN3_4B,
-                      torch.float32 if a.quick else torch.bfloat16, dev, knobs=False)
+    fits = [p for p in train_all[:16 if a.smoke else None]
+            if all(len(encode_prompt(tok, render_prompt(p, m))) <= 1024 for m in train.MODES)]
+    model = gpu.build({**gpu.TINY, "vocab_size": len(tok)} if a.smoke else gpu.QWEN3_4B,
+                      torch.float32 if a.smoke else torch.bfloat16, dev, knobs=False)
     train.load_substrate = lambda cfg: (fits, test_all[:8])                    # the stand-ins named in the docstring
     train.load_policy = lambda cfg, problems: (model, tok)
     adapter.svd_basis = gpu.random_basis
     cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=tempfile.mkdtemp(),
-                               model="random-qwen3-4b", device=dev.type, dtype="float32" if a.quick else "bfloat16",
-                               max_new_tokens=a.max_new_tokens, prompts_per_update=a.prompts, micro_batch=a.micro_batch)
+                               model="random-qwen3-4b", device=dev.type, dtype="float32" if a.smoke else "bfloat16",
+                               max_new_tokens=a.max_new_tokens, prompts_per_update=a.prompts, micro_batch=a.micro_batch,
+                               pair_modes=["run_tests"] if a.smoke else None)
     trainer = train.Trainer(cfg, grader=stand_in_grader, progress=False)
     with torch.no_grad():
         for p in trainer.knobs.parameters(): p.normal_(0, 0.02)
     gen_stats = {}
     trainer.generator = partial(fast_generate, stats=gen_stats)
-    env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)",
+    env = {"device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke)",
+           "arch": "tiny Qwen3, fp32" if a.smoke else "Qwen3-4B configuration, bf16",
            "rollouts": cfg.prompts_per_update * cfg.group_size, "prompts": cfg.prompts_per_update,
            "group_size": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "micro_batch": cfg.micro_batch,
            "micro_batch_tokens": cfg.micro_batch_tokens, "gen_batch": cfg.gen_batch,
            "refresh_every": cfg.refresh_every, "problems_kept": len(fits), "problems": len(train_all),
            "torch": torch.__version__, "transformers": transformers.__version__, "python": platform.python_version()}
-    report = {"env": env, "errors": []}
+    report = {"provenance": provenance(), "smoke": a.smoke, "env": env, "errors": []}
     log(f"trainer ready: {len(fits)}/{len(train_all)} problems with prompts <= 1024 tokens")
 
     gpu.sync(dev); t0 = time.perf_counter()
@@ -211,5 +225,6 @@ def main():
     report["seconds"] = time.perf_counter() - gpu.T0
     write(out, report)
     print((out/"gpu_update.md").read_text(), flush=True)
+    if report["errors"]: sys.exit(f"failed: {report['errors']}")
 
 if __name__ == "__main__": main()

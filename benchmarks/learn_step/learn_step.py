@@ -8,14 +8,17 @@ right-padded: the rows of a micro-batch differ in length, as real rollouts do, a
 earlier one had, as in training.
 On the GPU machine, from the repository root (about 2 minutes):
     export PYTHONPATH=$PWD; python benchmarks/learn_step/learn_step.py --out benchmarks/learn_step/
-Writes learn_step.json and learn_step.md to --out; --quick checks the script on CPU with a tiny model.
+Writes learn_step.json and learn_step.md to --out (default: beside this script). --smoke checks the script on the CPU
+in seconds: a tiny Qwen3 of the same architecture, rollouts of 24 + 8 tokens, one micro-batch per row, one round, to a
+temporary folder; its `peak GiB` column is empty (CUDA's allocator statistics).
 """
 import argparse, json, platform, statistics, sys, time
 from pathlib import Path
 import torch
 import transformers
-sys.path.insert(0, str(Path(__file__).parent.parent/"gpu"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file__).resolve().parents[1])]
 import gpu
+from provenance import footer, provenance, results_dir
 from gradient_quarantine.fastgen import fuse_rms_norms
 from gradient_quarantine.tokens import make_batch, token_logprobs
 from gradient_quarantine.train import grpo_token_loss
@@ -70,29 +73,35 @@ def write(out: Path, report: dict):
              "| forward | median seconds per micro-batch | vs masked, fresh lengths |", "|---|---|---|",
              *[f"| {n} | {v:.3f} | {v / next(iter(med.values())):.2f}x |" for n, v in med.items()], "",
              "| round | forward | seconds per micro-batch | peak GiB |", "|---|---|---|---|",
-             *[f"| {r['round']} | {r['name']} | {r['s_per_batch']} | {r['peak_gib']} |" for r in rows], "",
+             *[f"| {r['round']} | {r['name']} | {r['s_per_batch']} | {'' if r['peak_gib'] is None else r['peak_gib']} |"
+               for r in rows], "",
              "- **masked**: the padding mask passed to the model, as `token_logprobs` did; SDPA then takes a backend "
              "that builds a plan for every new sequence length. **causal**: no mask (`token_logprobs` now): "
              "right padding makes the causal mask alone exact.",
              "- **fresh lengths**: every micro-batch has a length none before it had, as in training; "
              "**seen**: the same micro-batches again.",
              "- **fused norms**: `fuse_rms_norms`, which the trainer applies on CUDA.",
+             *(["- **peak GiB**: empty on the CPU (CUDA's allocator statistics)."] if e["device"].startswith("CPU")
+               else []),
              f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
-             f"{report.get('seconds', 0):.0f} s in all."]
+             f"{report.get('seconds', 0):.0f} s in all.", "", footer(report["provenance"])]
     (out/"learn_step.md").write_text("\n".join(lines) + "\n")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
     ap.add_argument("--steps", type=int, default=8, help="micro-batches per row of the table")
     ap.add_argument("--rounds", type=int, default=3, help="the table's rows are timed in turn, this many times over")
-    ap.add_argument("--quick", action="store_true", help="a tiny fp32 model on CPU, short rollouts: checks the script")
+    ap.add_argument("--smoke", action="store_true", help="a tiny fp32 model on CPU, short rollouts: checks the script")
     a = ap.parse_args()
-    dev = torch.device("cpu" if a.quick else "cuda")
-    model = gpu.build(gpu.QUICK if a.quick else gpu.QWEN3_4B, torch.float32 if a.quick else torch.bfloat16, dev,
+    out = results_dir(a.out, a.smoke, __file__)
+    if a.smoke: a.steps, a.rounds = 1, 1
+    dev = torch.device("cpu" if a.smoke else "cuda")
+    model = gpu.build(gpu.TINY if a.smoke else gpu.QWEN3_4B, torch.float32 if a.smoke else torch.bfloat16, dev,
                       knobs=True)
-    knobs, shape = model._knobs, ((120, 60) if a.quick else (587, 1536))
-    report = {"env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (--quick)",
+    knobs, shape = model._knobs, ((24, 8) if a.smoke else (587, 1536))
+    report = {"provenance": provenance(), "smoke": a.smoke,
+              "env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke)",
                       "torch": torch.__version__, "transformers": transformers.__version__,
                       "python": platform.python_version(), "rows": 2, "prompt": shape[0],
                       "completion": shape[1], "steps": a.steps, "rounds": a.rounds}, "rows": []}
@@ -107,7 +116,7 @@ def main():
                  **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
             for m in model.modules(): m.__dict__.pop("forward", None)          # the norms back to HF's ops
             report["rows"].append(r); gpu.log(r)
-            write(Path(a.out), {**report, "seconds": time.perf_counter() - gpu.T0})
-    print((Path(a.out)/"learn_step.md").read_text(), flush=True)
+            write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
+    print((out/"learn_step.md").read_text(), flush=True)
 
 if __name__ == "__main__": main()
