@@ -85,7 +85,7 @@ def main(argv=None) -> int:
         for script in scripts:
             ok, seconds, why = run_one(script, work, a.timeout)
             failed += not ok
-            print(f"{name_of(script):45s} {seconds:6.1f} s  {'ok' if ok else 'FAILED: ' + why}", flush=True)
+            print(f"{name_of(script):50s} {seconds:6.1f} s  {'ok' if ok else 'FAILED: ' + why}", flush=True)
     finally:
         if a.keep: print(f"outputs and logs kept in {work}")
         else: shutil.rmtree(work, ignore_errors=True)
