@@ -8,12 +8,13 @@
 #          mode under its hint and with no hint, solve per tier, on the in-family and the held-out-family test sets)
 #          -> $OUT/pocket2_base_rates.json; then 5 vanilla GRPO runs of the pocket2 preset side by side (seeds 41-45,
 #          the trainer's command line), each run's deployed model also on the held-out-family test set
-#          -> $OUT/pocket2_liveness.json and the runs without checkpoints under $OUT/runs/.
+#          -> $OUT/pocket2_liveness.json and the runs (written there as they go) without checkpoints under $OUT/runs/.
 #   all    build, then live on the first build (two calls' work: only for SMOKE=1 or a machine that fits it).
 # The carried wheels (.whl) give papermill, fastcore and the sandbox's bubblewrap and libseccomp bindings; carried
 # Debian packages (.debs) give libseccomp itself where the image lacks it (as scripts/answer_session.sh).
 # Usage, from the repository root:  [SMOKE=1] [BUILDS=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]
-# SECONDS (default 555) bounds the whole call: a build still running 30 s before it is stopped and its log returned.
+# SECONDS (default 555) bounds the whole call: a build still running 30 s before the end is stopped (its log comes
+# back), and so is a run still running 60 s before it.
 # SMOKE=1: the same steps at toy size (a --smoke build, 2 samples of 6 prompts, 2 updates a run), minutes on a CPU.
 set -u -o pipefail
 stage=${1:?usage: [SMOKE=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]}
@@ -120,21 +121,19 @@ live_stage() {
   phase "base rates done"
   for s in $seeds; do
     OMP_NUM_THREADS=1 GQ_GRADE_WORKERS=$(( 2 * $(nproc) / 5 > 2 ? 2 * $(nproc) / 5 : 2 )) \
-      python3 -m gradient_quarantine.train --preset pocket2 --arm vanilla --seed "$s" \
-        --run-dir "$work/runs/pocket2_vanilla_s$s" $train > "$OUT/logs/vanilla_s$s.log" 2>&1 &
+      timeout -s INT $(( $(left) - 60 )) python3 -m gradient_quarantine.train --preset pocket2 --arm vanilla \
+        --seed "$s" --run-dir "$OUT/runs/pocket2_vanilla_s$s" $train > "$OUT/logs/vanilla_s$s.log" 2>&1 &
     pids+=($!)
   done
   local failed=0
   for s in "${pids[@]}"; do wait "$s" || failed=$((failed + 1)); done
   phase "vanilla runs done ($failed failed)"
   tail -n 3 "$OUT"/logs/vanilla_s*.log
-  python3 scripts/pocket2_liveness.py --out "$OUT/pocket2_liveness.json" "$work"/runs/pocket2_vanilla_s* \
-    $held 2>&1 | tee "$OUT/logs/liveness.log"
+  timeout -s INT $(( $(left) - 10 )) python3 scripts/pocket2_liveness.py --out "$OUT/pocket2_liveness.json" \
+    "$OUT"/runs/pocket2_vanilla_s* $held 2>&1 | tee "$OUT/logs/liveness.log"
   local summarised=$?
   phase "held-out evaluations and liveness summary done"
-  mkdir -p "$OUT/runs" && for d in "$work"/runs/*; do
-    mkdir -p "$OUT/runs/$(basename "$d")" && cp -r "$d"/*.json* "$d"/eval "$OUT/runs/$(basename "$d")/"
-  done
+  rm -rf "$OUT"/runs/*/checkpoints "$OUT"/runs/*/.lock   # the runs come back without checkpoints and locks
   [ "$failed" = 0 ] && [ "$summarised" = 0 ]
 }
 
