@@ -21,16 +21,21 @@ script says so; each run's deploy hack and solve are recorded, so the paths can 
 
 On a GPU host, from the repository root (OLD: e.g. `git archive BASE gradient_quarantine | tar -x -C OLD`):
     PYTHONPATH=$PWD python benchmarks/grid_throughput/grid_throughput.py --old OLD --paths old new new:16 --runs 16
-On CPUs, a check that the script works: --preset smoke --steps 2 --runs 2 --jobs 2 --paths cold warm
-Writes NAME.json (runs_per_min: the fastest path's) and NAME.md to --out (NAME: --name, else grid_throughput).
+--smoke checks the script on the CPU in seconds: one tiny run (smoke.SMOKE_RUN) on each of the paths cold and warm, one
+at a time, one round, to a temporary folder (the new path needs CUDA MPS, the old one a copy of old code: left out; the
+GPU column is empty without nvidia-smi).
+Writes NAME.json (runs_per_min: the fastest path's) and NAME.md to --out (default: beside this script; NAME: --name,
+else grid_throughput).
 """
 import argparse, contextlib, gzip, json, os, platform, statistics, subprocess, sys, tempfile, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT/"benchmarks")]
 from gradient_quarantine.launch import mps_daemon  # noqa: E402
+from provenance import footer, provenance, results_dir  # noqa: E402
+from smoke import SMOKE_RUN, cli_args  # noqa: E402
 
 PATHS = {"old": {}, "cold": {"GQ_SANDBOX": "cold"}, "warm": {}, "new": {}}
 WITH_MPS = ("new",)
@@ -55,7 +60,7 @@ def one_run(seed: int, run_dir: Path, spec: str, extra_env: dict, a) -> dict:
            **extra_env, "OMP_NUM_THREADS": "1", "GQ_GRADE_WORKERS": str(graders),
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     cmd = [sys.executable, "-m", "gradient_quarantine.train", "--preset", a.preset, "--arm", a.arm, "--seed",
-           str(seed), "--run-dir", str(run_dir), *(["--steps", str(a.steps)] if a.steps else [])]
+           str(seed), "--run-dir", str(run_dir), *(["--steps", str(a.steps)] if a.steps else []), *a.train_args]
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root)
     seconds = time.perf_counter() - t0
@@ -150,7 +155,8 @@ def main(a):
         utils = [x["gpu_util"] for x in r["rounds"] if x["gpu_util"] is not None]
         r.update(cpu_busy=sum(x["cpu_busy"] * x["wall_s"] for x in r["rounds"]) / r["wall_s"],
                  gpu_util=sum(utils) / len(utils) if utils else None)
-    record = {"host": {"node": platform.node(), "cpus": os.cpu_count(), "gpu": gpu_name()}, "preset": a.preset,
+    record = {"provenance": a.provenance, "smoke": a.smoke, "train_args": a.train_args,
+              "host": {"node": platform.node(), "cpus": os.cpu_count(), "gpu": gpu_name()}, "preset": a.preset,
               "arm": a.arm, "steps": a.steps, "jobs": a.jobs, "runs": a.runs, "rounds": a.rounds, "paths": out,
               "runs_per_min": max(r["runs_per_min"] for r in out.values())}
     rows = report(a, out)
@@ -159,8 +165,10 @@ def main(a):
     (a.out/f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     (a.out/f"{name}.md").write_text(f"# Grid throughput ({a.preset}, {a.arm}, "
                                     f"{record['host']['gpu'] or 'no GPU'}, {os.cpu_count()} cores)\n\n"
-                                    + "\n".join(rows) + "\n")
+                                    + "\n".join(rows) + f"\n\n{footer(a.provenance)}\n")
     print("\n".join(rows))
+    failed = [x for r in out.values() for x in r["runs"] if x["returncode"]]
+    if a.smoke and failed: sys.exit(f"{len(failed)} runs failed, e.g.:\n{failed[0]['stderr']}")
 
 def gpu_name() -> str | None:
     try: return subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
@@ -180,5 +188,11 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=0, help="0: the preset's")
     ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--name", default="", help="the output files' name (default grid_throughput)")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent)
-    main(ap.parse_args())
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="one tiny run on the cold and warm paths: checks the script")
+    a = ap.parse_args()
+    a.out, a.provenance, a.train_args = results_dir(a.out, a.smoke, __file__), provenance(), []
+    if a.smoke:
+        a.preset, a.steps, a.runs, a.jobs, a.rounds, a.paths = "smoke", SMOKE_RUN["steps"], 1, 1, 1, ["cold", "warm"]
+        a.train_args = cli_args({k: v for k, v in SMOKE_RUN.items() if k not in ("preset", "steps")})
+    main(a)

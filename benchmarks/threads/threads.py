@@ -15,19 +15,24 @@ generating, waiting for grades (grading runs beside generation and learning; thi
 (backward and optimizer step); then the median clean evaluation. The JSON keeps every update with the foreign CPU
 seconds beside it.
 
-Run from the repository root: python benchmarks/threads/threads.py   (writes benchmarks/threads/threads.md and .json)
+Run from the repository root: python benchmarks/threads/threads.py   (writes benchmarks/threads/threads.md and .json,
+or to --out DIR). --smoke: one configuration (1 thread, 1 worker), no load, one run of a tiny two-update run
+(smoke.SMOKE_RUN), no waiting for a quiet machine and every update counted clean, to a temporary folder.
 """
 import argparse, bisect, functools, itertools, json, os, platform, statistics, subprocess, sys, tempfile, threading
 import time
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from provenance import cpu_model, footer, provenance, results_dir
+from smoke import SMOKE_RUN
 
-def child(threads: int, workers: int, steps: int, eval_n: int) -> dict:
-    "One run of the pocket preset at these settings: each update's and the evaluation's start, end and metrics row."
+def child(threads: int, workers: int, run: dict) -> dict:
+    "One run (RUN: its config) at these settings: each update's and the evaluation's start, end and metrics row."
     import torch
     torch.set_num_threads(threads)
     from gradient_quarantine import evaluate, rewards, train
     for module in (train, evaluate): module.grade_many = functools.partial(rewards.grade_many, workers=workers)
-    cfg = train.resolve_config("pocket", seed=43, steps=steps, eval_n=eval_n, run_dir=tempfile.mkdtemp() + "/run")
+    cfg = train.resolve_config(run_dir=tempfile.mkdtemp() + "/run", **run)
     trainer = train.Trainer(cfg, progress=False)
     spans = {}
     def timed(name, fn):
@@ -73,8 +78,8 @@ class Foreign:
     def between(self, start: float, end: float) -> float:
         "Foreign CPU seconds from START to END, to the sampling second (the second after END included)."
         return self.at(end + 1.0) - self.at(start - 1.0)
-    def quiet(self, seconds: float = 10.0, limit: float = 0.3):
-        "Block until the foreign processes used less than LIMIT CPU seconds over SECONDS."
+    def quiet(self, seconds: float, limit: float = 0.3):
+        "Block until the foreign processes used less than LIMIT CPU seconds over SECONDS (0: return at once)."
         while True:
             start = self.seconds; time.sleep(seconds)
             if self.seconds - start < limit: return
@@ -85,11 +90,10 @@ def clean(span, foreign: Foreign, limit: float) -> tuple[bool, float]:
 
 def run_config(threads: int, workers: int, a, foreign: Foreign) -> list[dict]:
     "Fresh processes for one configuration until it has a.min_clean clean updates (first updates aside); every run."
-    args = [sys.executable, __file__, "--child", str(threads), str(workers), "--steps", str(a.steps),
-            "--eval-n", str(a.eval_n)]
+    args = [sys.executable, __file__, "--child", str(threads), str(workers), "--run", json.dumps(a.run)]
     runs = []
     for attempt in range(a.max_runs):
-        foreign.quiet()
+        foreign.quiet(a.quiet_seconds)
         out = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
         if out.returncode: raise RuntimeError(f"T={threads} W={workers} failed:\n{out.stderr[-3000:]}")
         time.sleep(2.5)                                   # the sampler's second after the end
@@ -156,29 +160,40 @@ def main():
     ap.add_argument("--foreign-limit", type=float, default=0.05,
                     help="an update is clean if other processes used at most this many CPU seconds per second of it")
     ap.add_argument("--load", type=int, nargs="+", default=[0, 2], help="busy processes beside the runs, per condition")
-    ap.add_argument("--out", default=str(Path(__file__).parent))
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="one configuration, one tiny run: checks the script")
+    ap.add_argument("--run", type=json.loads, default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        print(json.dumps(child(*a.child, a.steps, a.eval_n))); return
+        print(json.dumps(child(*a.child, a.run))); return
+    out, record = results_dir(a.out, a.smoke, __file__), provenance()
+    a.quiet_seconds = 0.0 if a.smoke else 10.0
+    a.run = {"preset": "pocket", "seed": 43, "steps": a.steps, "eval_n": a.eval_n}
+    if a.smoke:
+        a.run = {**SMOKE_RUN, "seed": 43, "steps": 2}                 # update 2: the first that is not a run's first
+        a.steps, a.eval_n, a.threads, a.workers, a.load = a.run["steps"], a.run["eval_n"], [1], [1], [0]
+        a.min_clean, a.max_runs = 1, 1
+        a.foreign_limit = float(os.cpu_count())                         # all the cores: every update counts clean
     t0, foreign = time.time(), Foreign()
     runs = [r for load in a.load for r in measure(a, load, foreign)]
     rows = summary(runs)
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    model = [line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")]
-    meta = {"cpus": os.cpu_count(), "processor": model[0] if model else platform.machine(),
-            "python": platform.python_version(),
-            "steps": a.steps, "eval_n": a.eval_n, "rounds": a.rounds, "loads": a.load, "foreign_limit": a.foreign_limit,
+    meta = {"cpus": os.cpu_count(), "processor": cpu_model(), "run": a.run, "python": platform.python_version(),
+            "steps": a.steps, "eval_n": a.eval_n, "rounds": a.rounds, "loads": a.load,
+            "foreign_limit": a.foreign_limit,
             "minutes": round((time.time() - t0) / 60, 1), "date": time.strftime("%Y-%m-%d")}
-    lines = ["# Torch threads and grading workers (pocket main job, CPU)", "",
-             f"{meta['cpus']} CPUs ({meta['processor']}), Python {meta['python']}, {meta['date']}. Pocket preset, "
-             f"route2b, seed 43, {a.steps} updates and evaluation on {a.eval_n} test problems per run, each run in a "
-             "fresh process; medians over the clean updates (each run's first aside) and the clean evaluations (other "
-             f"processes used at most {a.foreign_limit} CPU s per second beside them). Loaded: beside busy processes "
+    lines = [f"# Torch threads and grading workers ({a.run['preset']} main job, CPU)",
+             "", f"{meta['cpus']} CPUs ({meta['processor']}), Python {meta['python']}, {meta['date']}. "
+             f"{a.run['preset']} preset, route2b, seed 43, {a.steps} updates and evaluation on {a.eval_n} test "
+             "problems per run, each run in a fresh process; medians over the clean updates (each run's first aside) "
+             f"and the clean evaluations (other processes used at most {a.foreign_limit} CPU s per second beside "
+             "them). Loaded: beside busy processes "
              f"(`python -c \"while True: pass\"`). `python benchmarks/threads/threads.py` took "
              f"{meta['minutes']} minutes.", "",
-             *table(rows), ""]
-    Path(a.out, "threads.md").write_text("\n".join(lines))
-    Path(a.out, "threads.json").write_text(json.dumps({"meta": meta, "summary": rows, "runs": runs}, indent=1) + "\n")
+             *table(rows), "", footer(record), ""]
+    out.mkdir(parents=True, exist_ok=True)
+    (out/"threads.md").write_text("\n".join(lines))
+    (out/"threads.json").write_text(json.dumps({"provenance": record, "smoke": a.smoke, "meta": meta, "summary": rows,
+                                                "runs": runs}, indent=1) + "\n")
     print("\n".join(lines))
 
 if __name__ == "__main__": main()
