@@ -3,23 +3,40 @@ trained by `torchrun --nproc-per-node N`, seconds per update and the scaling eff
 
 On a host with 4 GPUs, from the repository root, with the LeetCode files in GQ_DATA_DIR:
     PYTHONPATH=$PWD python benchmarks/gpu_scaling/gpu_scaling.py --gpus 1 2 4 --out benchmarks/gpu_scaling/
-It first saves a random Qwen3-4B (bf16, the pocket tokenizer: Qwen3's own cannot be downloaded here) to --model-dir
-and fills the knob SVD cache once; then, for each N, runs this file under torchrun with --worker, which builds the
-trainer exactly as the command line does (every rank its block of the prompts, gradients summed over ranks), takes
---warmup updates, then times --updates updates. Writes gpu_scaling.json and gpu_scaling.md to --out.
+It first saves a random Qwen3-4B (bf16) with the pocket tokenizer to --model-dir and fills the knob SVD cache once;
+then, for each N, runs this file under torchrun with --worker, which builds the trainer as the command line does
+(every rank its block of the prompts, gradients summed over ranks), takes --warmup updates (the first also reads the
+hack direction), then times --updates updates, each between two points where every rank has arrived. Writes
+gpu_scaling.json and gpu_scaling.md to --out. Every N samples the update's rollouts in the same seeded blocks
+(rollout_streams: the least common multiple of the process counts), so every N trains the same run.
 
-What stands in for what: random weights (generation runs to the completion cap: the worst case; --overrides
-'{"max_new_tokens": 512}' by default keeps one N under a few minutes), and a grader that scores each rollout as the
-problem's canonical solution (even rows) or an empty class (odd rows), so the grading is real and every group learns.
+What stands in for what:
+- weights: random, Qwen3-4B's configuration and vocabulary size (151,936), so that the LM head and the sampler cost
+  what they do in the real run; with random weights every rollout runs to the completion cap, the worst case.
+- tokenizer: the pocket tokenizer (Qwen3's chat template, 2,048 ids; the ids above it decode to nothing), because
+  Qwen3's own cannot be downloaded on the GPU hosts. The full preset's token caps stay as they are (1,536 prompt and
+  1,536 completion tokens), and so must the prompts: under the pocket tokenizer 6 of the 1,470 LeetCode train
+  problems have a prompt over 1,536 tokens (up to 1,770), so the run trains on the problems whose prompt fits, in the
+  mode the run gives each; the result names the ones left out. (`--overrides '{"max_new_tokens": 512}'` shortens the
+  completions and the run; the result records any override.)
+- grader: gibberish would grade for free, so each rollout is graded as its problem's canonical solution (even rows) or
+  an empty class (odd rows): real sandboxed test runs, and every group learns.
 
-On CPUs, `--smoke` does the same with the smoke preset over gloo processes (N processes instead of N GPUs): a check
-that the script runs, not a measurement of anything a GPU does.
+--smoke checks the whole path on the CPU in seconds, the torchrun path included: a tiny fp32 Qwen3 of the same
+architecture with the pocket tokenizer's vocabulary, the full preset with 2 prompts x 4 rollouts of 4 new tokens,
+micro-batches of 2, the direction from the 10 run_tests pairs, one warm-up and one timed update, on 1 process and on 2
+gloo processes, to a temporary folder. It leaves the peak-memory column empty (CUDA's allocator statistics).
 """
-import argparse, json, os, platform, subprocess, sys, tempfile, time
+import argparse, json, math, os, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT/"benchmarks"), str(ROOT/"benchmarks"/"gpu")]
+from provenance import footer, provenance, results_dir  # noqa: E402
+
 EMPTY = "```python\nclass Solution:\n    pass\n```"
+SMOKE_OVERRIDES = {"device": "cpu", "dtype": "float32", "prompts_per_update": 2, "max_new_tokens": 4,
+                   "micro_batch": 2, "gen_batch": 8, "pair_modes": ["run_tests"]}
 
 def stand_in_grader(texts, problems, modes):
     "The real grader on real programs: the canonical solution for even rows of a chunk, an empty class for odd ones."
@@ -27,43 +44,68 @@ def stand_in_grader(texts, problems, modes):
     real = [f"```python\n{p.canonical_solution}\n```" if i % 2 == 0 else EMPTY for i, p in enumerate(problems)]
     return grade_rollouts(real, problems, modes)
 
-def build_model(model_dir: Path):
-    "A random Qwen3-4B in bf16 with the pocket tokenizer, saved once, and its knob SVD bases cached once."
-    if (model_dir/"config.json").exists(): return
+def build_model(model_dir: Path, smoke: bool):
+    ("A random Qwen3-4B in bf16 (a smoke: a tiny fp32 Qwen3) with the pocket tokenizer, saved to MODEL_DIR, and its "
+     "knob SVD bases cached; a model already there is used if it has these sizes, and refused if not.")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen3Config
     from gradient_quarantine.adapter import attach_knobs
     from gradient_quarantine.pocket_problems import POCKET_DIR
-    sys.path.insert(0, str(ROOT/"benchmarks"/"gpu"))
-    from gpu import QWEN3_4B
+    from gpu import QWEN3_4B, TINY
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
+    arch = {**TINY, "vocab_size": len(tok)} if smoke else QWEN3_4B
+    if (model_dir/"config.json").exists():
+        saved = json.loads((model_dir/"config.json").read_text())
+        wrong = {k: (saved.get(k), v) for k, v in arch.items() if k != "rope_parameters" and saved.get(k) != v}
+        if wrong: sys.exit(f"{model_dir} holds another model (saved, wanted: {wrong}): remove it or pass --model-dir")
+        return
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(Qwen3Config(**{**QWEN3_4B, "vocab_size": len(tok)}), dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(Qwen3Config(**arch), dtype=torch.float32 if smoke else torch.bfloat16)
     model.save_pretrained(model_dir); tok.save_pretrained(model_dir)
-    attach_knobs(model.to("cuda" if torch.cuda.is_available() else "cpu"), model_id=str(model_dir))  # fills the cache
+    device = "cuda" if torch.cuda.is_available() and not smoke else "cpu"
+    attach_knobs(model.to(device), model_id=str(model_dir))                               # fills the SVD cache
+
+def fitting_problems(trainer) -> tuple[list, list[int]]:
+    ("The trainer's train problems whose prompt, in the mode the run gives it, fits the config's prompt cap; and the "
+     "ids of the others.")
+    from gradient_quarantine.problems import render_prompt
+    from gradient_quarantine.tokens import prompt_text
+    tok, cap, problems = trainer.tok, trainer.cfg.max_prompt_tokens, trainer.train_problems
+    texts = [prompt_text(tok, render_prompt(p, trainer.modes[p.id])) for p in problems]
+    lengths = [len(ids) for ids in tok(texts, add_special_tokens=False).input_ids]     # as encode_prompt counts
+    return [p for p, n in zip(problems, lengths) if n <= cap], [p.id for p, n in zip(problems, lengths) if n > cap]
+
+def all_here(world):
+    ("Return once every rank has called this and this rank's GPU work is done. `World` has no barrier: an all-reduce "
+     "of one number (`sum_counts`) that no rank leaves before every rank has joined it does the same.")
+    import torch
+    if torch.cuda.is_available(): torch.cuda.synchronize()
+    world.sum_counts(0.0)
 
 def worker(a):
     "One rank: the trainer as the command line builds it, warm-up updates, then timed ones; rank 0 prints a JSON line."
     import torch
     from gradient_quarantine.config import resolve_config
     from gradient_quarantine.train import Trainer
-    overrides = json.loads(a.overrides)
     steps = a.warmup + a.updates
-    if a.smoke: cfg = resolve_config("smoke", steps=steps, rollout_streams=4, run_dir=a.run_dir, **overrides)
-    else: cfg = resolve_config("full", model=a.model_dir, steps=steps, rollout_streams=4, run_dir=a.run_dir,
-                               **overrides)
-    trainer = Trainer(cfg, grader=None if a.smoke else stand_in_grader, progress=False)
+    cfg = resolve_config("full", model=str(a.model_dir), steps=steps, rollout_streams=a.streams, run_dir=a.run_dir,
+                         **json.loads(a.overrides))
+    trainer = Trainer(cfg, grader=stand_in_grader, progress=False)
+    trainer.train_problems, left_out = fitting_problems(trainer)          # the same on every rank
     seconds, rows = [], []
     for u in range(1, steps + 1):
-        trainer.world.barrier(); t0 = time.perf_counter()
+        all_here(trainer.world); t0 = time.perf_counter()
         row, _ = trainer.update(u)
-        trainer.world.barrier()
+        all_here(trainer.world)
         if u > a.warmup: seconds.append(time.perf_counter() - t0); rows.append(row)
     if trainer.world.is_main:
         peak = torch.cuda.max_memory_allocated() / 2 ** 30 if torch.cuda.is_available() else None
         print("RESULT " + json.dumps({"processes": trainer.world.size, "seconds_per_update": seconds,
                                       "phases_rank0": [{k: r[k] for k in r if k.startswith("s_")} for r in rows],
-                                      "peak_gib_rank0": peak, "live_groups": [r["live_groups"] for r in rows]}))
+                                      "peak_gib_rank0": peak, "live_groups": [r["live_groups"] for r in rows],
+                                      "problems": len(trainer.train_problems), "left_out": left_out,
+                                      "max_prompt_tokens": cfg.max_prompt_tokens,
+                                      "max_new_tokens": cfg.max_new_tokens}))
     trainer.world.close()
 
 def measure(n: int, a) -> dict:
@@ -71,7 +113,7 @@ def measure(n: int, a) -> dict:
     with tempfile.TemporaryDirectory() as run_dir:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", __file__,
                "--worker", "--run-dir", run_dir, "--model-dir", str(a.model_dir), "--warmup", str(a.warmup),
-               "--updates", str(a.updates), "--overrides", a.overrides, *(["--smoke"] if a.smoke else [])]
+               "--updates", str(a.updates), "--streams", str(a.streams), "--overrides", a.overrides]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
                "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
@@ -87,30 +129,53 @@ def table(results: list[dict]) -> str:
            "|---|---|---|---|---|---|"]
     for r in results:
         tn = sum(r["seconds_per_update"]) / len(r["seconds_per_update"])
+        peak = "" if r["peak_gib_rank0"] is None else f"{r['peak_gib_rank0']:.1f}"
         out.append(f"| {r['processes']} | {tn:.1f} | {', '.join(f'{s:.1f}' for s in r['seconds_per_update'])} | "
-                   f"{t1 / tn:.2f}x | {t1 / (r['processes'] * tn):.0%} | {r['peak_gib_rank0'] or '-'} |")
+                   f"{t1 / tn:.2f}x | {t1 / (r['processes'] * tn):.0%} | {peak} |")
     return "\n".join(out)
 
-if __name__ == "__main__":
+def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2, 4], help="process counts to measure (each divides 4)")
+    ap.add_argument("--gpus", type=int, nargs="+", default=None, help="process counts to measure (default 1 2 4; "
+                    "a smoke: 1 2)")
     ap.add_argument("--warmup", type=int, default=1); ap.add_argument("--updates", type=int, default=2)
-    ap.add_argument("--overrides", default='{"max_new_tokens": 512}', help="Config fields as JSON")
-    ap.add_argument("--model-dir", type=Path, default=Path(tempfile.gettempdir())/"gq_random_qwen3_4b")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent)
-    ap.add_argument("--smoke", action="store_true", help="CPU check: the smoke preset over gloo processes")
+    ap.add_argument("--overrides", default="{}", help="Config fields as JSON, over the full preset's")
+    ap.add_argument("--model-dir", type=Path, default=None,
+                    help=f"where the random model is saved (default {Path(tempfile.gettempdir())/'gq_random_qwen3_4b'}"
+                         "; a smoke: a temporary folder)")
+    ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
+    ap.add_argument("--smoke", action="store_true", help="the same on the CPU, a tiny model, 1 and 2 gloo processes")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--run-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--streams", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.worker: sys.exit(worker(a))
-    if a.smoke and a.overrides == ap.get_default("overrides"): a.overrides = "{}"
-    if not a.smoke: build_model(a.model_dir)
+    if a.worker: return worker(a)
+    out, meta = results_dir(a.out, a.smoke, __file__), provenance()
+    a.gpus = a.gpus or ([1, 2] if a.smoke else [1, 2, 4])
+    a.streams = math.lcm(*a.gpus)                     # every N samples the same seeded blocks: the same run
+    if a.smoke:
+        a.overrides = json.dumps({**SMOKE_OVERRIDES, **json.loads(a.overrides)})
+        a.warmup, a.updates = 1, 1
+    scratch = tempfile.TemporaryDirectory(prefix="gq_scaling_") if a.smoke and a.model_dir is None else None
+    a.model_dir = a.model_dir or (Path(scratch.name) if scratch else Path(tempfile.gettempdir())/"gq_random_qwen3_4b")
+    build_model(a.model_dir, a.smoke)
     results = [measure(n, a) for n in a.gpus]
+    if scratch: scratch.cleanup()
     name = "gpu_scaling_smoke_cpu" if a.smoke else "gpu_scaling"
-    record = {"host": {"node": platform.node(), "cpus": os.cpu_count()}, "smoke": a.smoke, "overrides": a.overrides,
-              "warmup": a.warmup, "results": results}
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out/f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
-    (a.out/f"{name}.md").write_text(f"# Scaling over processes ({'smoke, CPU' if a.smoke else 'full preset, GPUs'})\n\n"
-                                    + table(results) + "\n")
-    print(table(results))
+    first = results[0]
+    record = {"provenance": meta, "smoke": a.smoke, "overrides": json.loads(a.overrides), "warmup": a.warmup,
+              "rollout_streams": a.streams, "max_prompt_tokens": first["max_prompt_tokens"],
+              "max_new_tokens": first["max_new_tokens"], "problems": first["problems"],
+              "left_out_over_prompt_cap": first["left_out"], "results": results}
+    text = (f"# Scaling over processes ({'smoke, CPU' if a.smoke else 'full preset, GPUs'})\n\n{table(results)}\n\n"
+            f"Prompts up to {first['max_prompt_tokens']} tokens and completions up to {first['max_new_tokens']}; "
+            f"{first['problems']} train problems, {len(first['left_out'])} left out (prompt over the cap under the "
+            f"pocket tokenizer: {first['left_out']}); {a.warmup} warm-up update(s), then {a.updates} timed."
+            + ("\n\nOn the CPU the peak GiB column is empty (CUDA's allocator statistics)." if a.smoke else "")
+            + f"\n\n{footer(meta)}\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out/f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out/f"{name}.md").write_text(text)
+    print(text)
+
+if __name__ == "__main__": sys.exit(main())
