@@ -2,13 +2,15 @@
 
 It finds the benchmarks itself (every `benchmarks/<name>/*.py` and `*.sh`), so a new script without a `--smoke` mode
 fails here. Each runs as `python SCRIPT --smoke --out DIR` (`bash SCRIPT --smoke --out DIR`) from the repository root
-with a time limit, DIR a fresh temporary folder; it passes if it exits 0 and left at least one JSON in DIR, every one
-with a complete provenance record. Prints one line per benchmark (name, seconds, ok or FAILED, and why, with the tail of
-its output), then "benchmark smokes: N passed, N failed"; the exit status is 1 if any failed.
+with a time limit, DIR a fresh temporary folder, --jobs of them at a time; it passes if it exits 0 and left at least one
+JSON in DIR, every one with a complete provenance record. Prints one line per benchmark as it ends (name, seconds, ok
+or FAILED, and why, with the tail of its output), then "benchmark smokes: N passed, N failed"; the exit status is 1 if
+any failed.
 
-    python benchmarks/smoke.py [--only NAME ...] [--timeout SECONDS] [--keep]
+    python benchmarks/smoke.py [--only NAME ...] [--jobs N] [--timeout SECONDS] [--keep]
 """
 import argparse, json, os, shutil, signal, subprocess, sys, tempfile, time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
@@ -73,6 +75,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", default=None, help="run these only (names as printed, e.g. gpu/gpu.py)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one smoke may take")
+    ap.add_argument("--jobs", type=int, default=2, help="smokes at a time (default 2: each uses about one core)")
     ap.add_argument("--keep", action="store_true", help="keep the smokes' output folders and logs (printed)")
     a = ap.parse_args(argv)
     scripts = discover()
@@ -82,10 +85,12 @@ def main(argv=None) -> int:
         scripts = [s for s in scripts if name_of(s) in a.only]
     work, t0, failed = Path(tempfile.mkdtemp(prefix="benchmark_smokes_")), time.monotonic(), 0
     try:
-        for script in scripts:
-            ok, seconds, why = run_one(script, work, a.timeout)
-            failed += not ok
-            print(f"{name_of(script):50s} {seconds:6.1f} s  {'ok' if ok else 'FAILED: ' + why}", flush=True)
+        with ThreadPoolExecutor(a.jobs) as pool:
+            running = {pool.submit(run_one, script, work, a.timeout): script for script in scripts}
+            for done in as_completed(running):
+                ok, seconds, why = done.result()
+                failed += not ok
+                print(f"{name_of(running[done]):50s} {seconds:6.1f} s  {'ok' if ok else 'FAILED: ' + why}", flush=True)
     finally:
         if a.keep: print(f"outputs and logs kept in {work}")
         else: shutil.rmtree(work, ignore_errors=True)

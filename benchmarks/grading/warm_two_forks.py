@@ -87,6 +87,7 @@ def main():
     ap.add_argument("--updates", type=int, default=6, help="updates of logged rollouts (64 each) in the timed jobs")
     ap.add_argument("--workers", type=int, default=os.cpu_count(), help="grading processes of grade_many")
     ap.add_argument("--name", default="warm_two_forks")
+    ap.add_argument("--rollouts", default=None, help="the logged rollouts (default: the committed grid's route2b_s43)")
     ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
     ap.add_argument("--smoke", action="store_true", help="one round of a few jobs, old = HEAD unless --old-ref, "
                     "to a temporary folder: checks the script")
@@ -101,7 +102,7 @@ def main():
     from gradient_quarantine.problems import load_leetcode, assign_modes
     from gradient_quarantine.results import GRID_DIR
     from gradient_quarantine.rewards import MODES, fenced, wrong_solution
-    rollouts = REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz"
+    rollouts = Path(args.rollouts or REPO/GRID_DIR/"route2b_s43"/"rollouts.jsonl.gz")
     roots = {"old": old_copy(args.old_ref), "new": REPO}
     jobs, rows = pocket_jobs(rollouts, args.updates)
     jobs, rows = jobs[:n], rows[:n]
