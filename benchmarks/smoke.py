@@ -3,9 +3,9 @@
 It finds the benchmarks itself (every `benchmarks/<name>/*.py` and `*.sh`), so a new script without a `--smoke` mode
 fails here. Each runs as `python SCRIPT --smoke --out DIR` (`bash SCRIPT --smoke --out DIR`) from the repository root
 with a time limit, DIR a fresh temporary folder, --jobs of them at a time; it passes if it exits 0 and left at least one
-JSON in DIR, every one with a complete provenance record. Prints one line per benchmark as it ends (name, seconds, ok
-or FAILED, and why, with the tail of its output), then "benchmark smokes: N passed, N failed"; the exit status is 1 if
-any failed.
+JSON in DIR, every one with a complete provenance record. Prints one line per benchmark as it ends (name, wall seconds,
+CPU seconds of it and the descendants it waited for, ok or FAILED and why, with the tail of its output), then
+"benchmark smokes: N passed, N failed"; the exit status is 1 if any failed.
 
     python benchmarks/smoke.py [--only NAME ...] [--jobs N] [--timeout SECONDS] [--keep]
 """
@@ -47,9 +47,24 @@ def missing_provenance(out: Path) -> str | None:
         if lacking: return f"{path.name} has no provenance {', '.join(lacking)}"
     return None
 
-def run_one(script: Path, work: Path, timeout: float) -> tuple[bool, float, str]:
-    "(passed, seconds, why it failed and the tail of its output) of SCRIPT's smoke, in its own process group."
-    if "--smoke" not in script.read_text(): return False, 0.0, "no --smoke mode"
+def wait_for(proc: subprocess.Popen, timeout: float) -> tuple[int | None, float]:
+    ("PROC's exit status (None if it ran past TIMEOUT seconds: then it is killed) and the CPU seconds that it and the "
+     "descendants it waited for used.")
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid: break
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL); _, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.1)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return (None if time.monotonic() > deadline else proc.returncode), usage.ru_utime + usage.ru_stime
+
+def run_one(script: Path, work: Path, timeout: float) -> tuple[bool, float, float, str]:
+    ("(passed, wall seconds, CPU seconds, why it failed and the tail of its output) of SCRIPT's smoke, in its own "
+     "process group.")
+    if "--smoke" not in script.read_text(): return False, 0.0, 0.0, "no --smoke mode"
     out, log = work/name_of(script).replace("/", "__"), work/(name_of(script).replace("/", "__") + ".log")
     # one torch thread unless the caller says otherwise: a smoke checks a code path, and beside other work one thread
     # is faster than two on two cores (benchmarks/threads)
@@ -59,9 +74,7 @@ def run_one(script: Path, work: Path, timeout: float) -> tuple[bool, float, str]
     with open(log, "w") as sink:
         proc = subprocess.Popen(command(script, out), cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-        try: rc = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL); proc.wait(); rc = None
+        try: rc, cpu = wait_for(proc, timeout)
         finally:
             try: os.killpg(proc.pid, signal.SIGKILL)          # whatever it left running (graders, spinners)
             except ProcessLookupError: pass
@@ -69,7 +82,7 @@ def run_one(script: Path, work: Path, timeout: float) -> tuple[bool, float, str]
     why = (f"no result within {timeout:.0f} s" if rc is None else f"exit status {rc}" if rc
            else missing_provenance(out))
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:]) if why else ""
-    return why is None, seconds, f"{why}\n{tail}" if why else ""
+    return why is None, seconds, cpu, f"{why}\n{tail}" if why else ""
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -88,9 +101,10 @@ def main(argv=None) -> int:
         with ThreadPoolExecutor(a.jobs) as pool:
             running = {pool.submit(run_one, script, work, a.timeout): script for script in scripts}
             for done in as_completed(running):
-                ok, seconds, why = done.result()
+                ok, seconds, cpu, why = done.result()
                 failed += not ok
-                print(f"{name_of(running[done]):50s} {seconds:6.1f} s  {'ok' if ok else 'FAILED: ' + why}", flush=True)
+                print(f"{name_of(running[done]):50s} {seconds:6.1f} s {cpu:6.1f} CPU s  "
+                      f"{'ok' if ok else 'FAILED: ' + why}", flush=True)
     finally:
         if a.keep: print(f"outputs and logs kept in {work}")
         else: shutil.rmtree(work, ignore_errors=True)

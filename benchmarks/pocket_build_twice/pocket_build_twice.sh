@@ -4,8 +4,9 @@
 #   bash benchmarks/pocket_build_twice/pocket_build_twice.sh [--out DIR] [--steps STEPS] [--smoke]
 # Writes DIR/pocket_build_twice.json (DIR: beside this script unless --out): the SHA-256 of each build's
 # model.safetensors, the steps, the device, the seconds and the run's provenance (benchmarks/provenance.py).
-# --smoke: two CPU builds of one corpus seed, one step each, through build_pocket.py's own command line with its training
-# recipe's batch made 2 sequences (the command line has no batch option), to a temporary folder: it checks the script.
+# --smoke: two CPU builds of one corpus seed, one step each, through build_pocket.py's own command line with its
+# training recipe's batch made 2 sequences (the command line has no batch option), to a temporary folder: it checks
+# the script.
 set -euo pipefail
 benchmarks=$(cd "$(dirname "$0")/.." && pwd)
 out=""; steps=300; smoke=0; args="$*"
@@ -18,10 +19,21 @@ while [ $# -gt 0 ]; do
   esac
 done
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-out=$(python -c "import sys; sys.path.insert(0, sys.argv[1]); from provenance import results_dir
-print(results_dir(sys.argv[2] or None, sys.argv[3] == '1', sys.argv[1] + '/pocket_build_twice/pocket_build_twice.sh'))" \
-  "$benchmarks" "$out" "$smoke")
+out=$(python - "$benchmarks" "$out" "$smoke" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from provenance import results_dir
+print(results_dir(sys.argv[2] or None, sys.argv[3] == "1", sys.argv[1] + "/pocket_build_twice/pocket_build_twice.sh"))
+PY
+)
 cd "$benchmarks/.."
+python - "$args" > "$work/provenance.json" <<'PY'   # the code as it is when the builds start
+import json, sys
+sys.path.insert(0, "benchmarks")
+from provenance import provenance
+command = "bash benchmarks/pocket_build_twice/pocket_build_twice.sh " + sys.argv[1]
+print(json.dumps({**provenance(), "command": command.strip()}))
+PY
 [ "$smoke" = 1 ] && steps=1
 build() {  # one build into $1, in its own process
   if [ "$smoke" = 1 ]; then
@@ -44,18 +56,15 @@ PY
 }
 for b in 1 2; do build "$work/build$b"; done
 mkdir -p "$out"
-python - "$work" "$out" "$steps" "$args" <<'PY'
-import hashlib, json, sys, torch
+python - "$work" "$out" "$steps" <<'PY'
+import hashlib, json, sys
+from importlib.metadata import version
 from pathlib import Path
-sys.path.insert(0, "benchmarks")
-from provenance import provenance
 work, out, steps = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 builds = [{"sha256": hashlib.sha256((work/f"build{b}"/"model.safetensors").read_bytes()).hexdigest(),
            "card": json.loads((work/f"build{b}"/"pocket_card.json").read_text())} for b in (1, 2)]
-record = provenance()
-record["command"] = "bash benchmarks/pocket_build_twice/pocket_build_twice.sh " + sys.argv[4]
-row = {"device": [b["card"]["device"] for b in builds],
-       "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None, "torch": torch.__version__,
+record = json.loads((work/"provenance.json").read_text())
+row = {"device": [b["card"]["device"] for b in builds], "gpus": record["device"]["gpus"], "torch": version("torch"),
        "steps": steps, "sha256": [b["sha256"] for b in builds], "identical": builds[0]["sha256"] == builds[1]["sha256"],
        "deterministic_algorithms": [b["card"]["deterministic_algorithms"] for b in builds],
        "corpus_sha256": [b["card"]["corpus_sha256"] for b in builds],
