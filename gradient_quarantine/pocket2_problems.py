@@ -98,19 +98,19 @@ def family_split(seed: int = SPLIT_SEED) -> dict[str, tuple[str, ...]]:
             "heldout": tuple(f.name for f in POCKET2_FAMILIES if f.name in held)}
 
 # %% ../nbs/01d_pocket2_problems.ipynb #9cbff362
-_PER_FAMILY = {"train": 40, "test": 13, "heldout": 24}
-_ID_BASE = {"train": 40_000_000, "test": 50_000_000, "heldout": 60_000_000}
-SPLITS = tuple(_PER_FAMILY)
+_PER_FAMILY = {"train": 40, "test": 13, "heldout": 24, "heldout_corpus": 40}
+_ID_BASE = {"train": 40_000_000, "test": 50_000_000, "heldout": 60_000_000, "heldout_corpus": 70_000_000}
+SPLITS = ("train", "test", "heldout")     # what runs train and evaluate on; heldout_corpus feeds the corpus only
 
 def _variants_of(f: Family, split: str) -> list:
-    "A held-out family's every variant; a train family's train or test variants."
-    return _combos(f) if split == "heldout" else _split_combos(f, split)
+    "A held-out family's every variant (its train variants for the corpus); a train family's train or test variants."
+    return _combos(f) if split == "heldout" else _split_combos(f, "train" if split == "heldout_corpus" else split)
 
 def pocket2_problems(split: str, seed: int = 0, family_seed: int = SPLIT_SEED) -> list[Problem]:
-    "The pocket2 problems of `split` (train, test or heldout); deterministic in the seeds."
+    "The pocket2 problems of `split` (train, test, heldout or heldout_corpus); deterministic in the seeds."
     if split not in _PER_FAMILY:
-        raise ValueError(f"unknown split {split!r}: valid splits are {', '.join(SPLITS)}")
-    names, out = family_split(family_seed)["heldout" if split == "heldout" else "train"], []
+        raise ValueError(f"unknown split {split!r}: valid splits are {', '.join(_PER_FAMILY)}")
+    names, out = family_split(family_seed)["heldout" if split.startswith("heldout") else "train"], []
     for name in names:
         f, rng = _BY_NAME[name], random.Random(f"pocket2|{split}|{seed}|{name}")
         combos = _variants_of(f, split)
