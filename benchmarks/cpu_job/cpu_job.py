@@ -16,7 +16,7 @@ Run from the repository root: python benchmarks/cpu_job/cpu_job.py --old /tmp/ol
 --old/--new say otherwise, to a temporary folder; it leaves out --whole (two papermill runs of the main notebook, which
 nbs/05b_papermill_checks runs in the tests).
 """
-import argparse, gzip, json, os, platform, resource, statistics, subprocess, sys, tempfile, time
+import argparse, atexit, gzip, json, os, platform, resource, shutil, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from provenance import cpu_model, footer, provenance, results_dir
@@ -171,6 +171,7 @@ def main():
            {"preset": "pocket", "seed": args.seed, "steps": args.steps, "eval_n": args.eval_n})
     if args.smoke: args.rounds = 1
     t0, tmp = time.time(), Path(tempfile.mkdtemp(prefix="cpu_job_"))
+    atexit.register(shutil.rmtree, tmp, True)                             # the runs: what they computed is compared
     root = Path(__file__).resolve().parents[2]
     checkouts = {"old": Path(args.old).resolve() if args.old else root, "new": Path(args.new).resolve()}
     runs, ratios = [], {}

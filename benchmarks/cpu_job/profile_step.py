@@ -15,14 +15,15 @@ from smoke import SMOKE_RUN
 
 POCKET_RUN = {"preset": "pocket", "seed": 7, "steps": 3}     # one update of this run is profiled
 CHILD = r'''
-import json, resource, sys, tempfile, time, torch
+import atexit, json, resource, shutil, sys, tempfile, time, torch
 from torch.profiler import profile, ProfilerActivity
 from gradient_quarantine.config import resolve_config
 from gradient_quarantine.direction import _CACHE, pair_gradients
 from gradient_quarantine.generate import Sampling
 from gradient_quarantine.route import Router
 from gradient_quarantine.train import Trainer
-cfg = resolve_config(run_dir=tempfile.mkdtemp() + "/run", **json.loads(sys.argv[1]))
+scratch = tempfile.mkdtemp(); atexit.register(shutil.rmtree, scratch, True)
+cfg = resolve_config(run_dir=scratch + "/run", **json.loads(sys.argv[1]))
 trainer = Trainer(cfg, progress=False); trainer.resume()
 def usage(): r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_minflt, r.ru_stime, time.perf_counter()
 def spent(a, b): return {"s": b[2] - a[2], "minor_faults": b[0] - a[0], "sys_s": b[1] - a[1]}

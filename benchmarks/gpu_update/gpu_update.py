@@ -23,7 +23,7 @@ What stands in for what, and why:
 - each arm learns from the rollouts as `learn` meets them in training: every chunk but the last graded, the last one
   just handed to the grader, so the arm's update total counts the grading it still had to wait for (`s_grade`).
 """
-import argparse, dataclasses, json, os, platform, sys, tempfile, time, traceback
+import argparse, atexit, dataclasses, json, os, platform, shutil, sys, tempfile, time, traceback
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -149,7 +149,8 @@ def main():
     train.load_substrate = lambda cfg: (fits, test_all[:8])                    # the stand-ins named in the docstring
     train.load_policy = lambda cfg, problems: (model, tok)
     adapter.svd_basis = gpu.random_basis
-    cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=tempfile.mkdtemp(),
+    run_dir = tempfile.mkdtemp(); atexit.register(shutil.rmtree, run_dir, True)
+    cfg = train.resolve_config("full", arm="route2b", seed=0, steps=5, run_dir=run_dir,
                                model="random-qwen3-4b", device=dev.type, dtype="float32" if a.smoke else "bfloat16",
                                max_new_tokens=a.max_new_tokens, prompts_per_update=a.prompts, micro_batch=a.micro_batch,
                                pair_modes=["run_tests"] if a.smoke else None)

@@ -7,7 +7,7 @@ From the repository root:  PYTHONPATH=$PWD python benchmarks/grading/run_identit
 Writes run_identity.json and run_identity.md beside this file (or to --out). --smoke: the same three paths on a tiny
 run (smoke.SMOKE_RUN: the smoke preset, one update, one test problem), to a temporary folder.
 """
-import argparse, gzip, json, os, subprocess, sys, tempfile
+import argparse, atexit, gzip, json, os, shutil, subprocess, sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ if __name__ == "__main__":
     ap.add_argument("--smoke", action="store_true", help="the smoke preset, one update: checks the script")
     a = ap.parse_args()
     out, spec, meta = results_dir(a.out, a.smoke, __file__), RUNS["smoke" if a.smoke else "pocket"], provenance()
-    work = Path(tempfile.mkdtemp(prefix="gq_identity_"))
+    work = Path(tempfile.mkdtemp(prefix="gq_identity_")); atexit.register(shutil.rmtree, work, True)
     runs = {name: run(name, work, spec) for name in PATHS}
     reference = contents(runs["warm, cache"]["dir"], spec["steps"])
     rows, record = [], {}

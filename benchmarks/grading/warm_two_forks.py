@@ -18,7 +18,7 @@ Run: GQ_DATA_DIR=../shared/data/leetcode python benchmarks/grading/warm_two_fork
 HEAD as old unless --old-ref says otherwise, one round, 5 passes, two jobs, two hostile programs at a 0.5 s limit, a
 replay of two rollouts, to a temporary folder)
 """
-import argparse, json, os, pickle, platform, statistics, subprocess, sys, tempfile
+import argparse, atexit, json, os, pickle, platform, shutil, statistics, subprocess, sys, tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ pickle.dump((wall, cpu, grades), open(sys.argv[4], "wb"))
 
 def old_copy(ref: str) -> Path:
     "The package at git ref `ref`, in a temporary folder."
-    root = Path(tempfile.mkdtemp(prefix="gq_two_forks_old_"))
+    root = Path(tempfile.mkdtemp(prefix="gq_two_forks_old_")); atexit.register(shutil.rmtree, root, True)
     archive = subprocess.run(["git", "archive", ref, "gradient_quarantine"], cwd=REPO, check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
     return root

@@ -27,7 +27,8 @@ GPU column is empty without nvidia-smi).
 Writes NAME.json (runs_per_min: the fastest path's) and NAME.md to --out (default: beside this script; NAME: --name,
 else grid_throughput).
 """
-import argparse, contextlib, gzip, json, os, platform, statistics, subprocess, sys, tempfile, threading, time
+import argparse, atexit, contextlib, gzip, json, os, platform, shutil, statistics, subprocess, sys, tempfile, threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -136,7 +137,7 @@ def report(a, out: dict) -> list[str]:
 
 def main(a):
     for spec in a.paths: path_jobs(spec, a)               # a bad path or a missing --old fails before any run
-    work = Path(tempfile.mkdtemp(prefix="gq_throughput_"))
+    work = Path(tempfile.mkdtemp(prefix="gq_throughput_")); atexit.register(shutil.rmtree, work, True)
     total = {p: path_jobs(p, a)[2] for p in a.paths}
     order = [p for r in range(a.rounds) for p in (a.paths if r % 2 == 0 else a.paths[::-1])]
     seen = {p: [] for p in a.paths}

@@ -19,8 +19,8 @@ Run from the repository root: python benchmarks/threads/threads.py   (writes ben
 or to --out DIR). --smoke: one configuration (1 thread, 1 worker), no load, one run of a tiny two-update run
 (smoke.SMOKE_RUN), no waiting for a quiet machine and every update counted clean, to a temporary folder.
 """
-import argparse, bisect, functools, itertools, json, os, platform, statistics, subprocess, sys, tempfile, threading
-import time
+import argparse, atexit, bisect, functools, itertools, json, os, platform, shutil, statistics, subprocess, sys, tempfile
+import threading, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from provenance import cpu_model, footer, provenance, results_dir
@@ -32,7 +32,8 @@ def child(threads: int, workers: int, run: dict) -> dict:
     torch.set_num_threads(threads)
     from gradient_quarantine import evaluate, rewards, train
     for module in (train, evaluate): module.grade_many = functools.partial(rewards.grade_many, workers=workers)
-    cfg = train.resolve_config(run_dir=tempfile.mkdtemp() + "/run", **run)
+    scratch = tempfile.mkdtemp(); atexit.register(shutil.rmtree, scratch, True)
+    cfg = train.resolve_config(run_dir=scratch + "/run", **run)
     trainer = train.Trainer(cfg, progress=False)
     spans = {}
     def timed(name, fn):
