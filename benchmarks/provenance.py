@@ -13,18 +13,22 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
+FIELDS = ("commit", "dirty", "device", "date", "command")         # a provenance record's keys
 
 def git(*args: str) -> str:
     "The output of a git command in the repository, or raise if git or the repository is missing."
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 def source() -> dict:
-    ("The commit HEAD names and whether the working tree differs from it (any tracked change or untracked file); "
-     "both None, with a warning, outside a git checkout (e.g. a copy of the tree on a GPU host).")
+    ("The commit HEAD names and whether the working tree differs from it (any tracked change or untracked file). "
+     "Outside a git checkout (a copy of the tree on a GPU host), the commit the copy was made from if the launcher "
+     "put it in GQ_COMMIT, else None, with a warning; dirty then None (unknown).")
     try: return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.CalledProcessError) as e:
-        print(f"provenance: no git commit for {ROOT} ({e}); the results record commit None", file=sys.stderr)
-        return {"commit": None, "dirty": None}
+        commit = os.environ.get("GQ_COMMIT")
+        if not commit: print(f"provenance: {ROOT} is no git checkout ({e}) and GQ_COMMIT is unset: the results record "
+                             "commit None", file=sys.stderr)
+        return {"commit": commit, "dirty": None}
 
 def cpu_model() -> str:
     "The CPU's model name (/proc/cpuinfo on Linux)."
@@ -48,8 +52,10 @@ def device() -> dict:
 
 def provenance() -> dict:
     "Commit, dirty tree, device, UTC date and command line of this run: a benchmark JSON's 'provenance' entry."
-    return {**source(), "device": device(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": shlex.join(["python", *sys.argv])}
+    record = {**source(), "device": device(), "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "command": shlex.join(["python", *sys.argv])}
+    assert tuple(record) == FIELDS, tuple(record)
+    return record
 
 def footer(p: dict) -> str:
     "One markdown line naming a provenance record, for the end of a benchmark's markdown."

@@ -15,7 +15,8 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
-PROVENANCE_KEYS = ("commit", "dirty", "device", "date", "command")
+sys.path.insert(0, str(BENCHMARKS))
+from provenance import FIELDS  # noqa: E402
 # the training run a smoke makes where its benchmark makes pocket or full runs: the smoke preset's tiny model, one
 # update of 2 prompts x 2 rollouts of 8 tokens, the direction from the 10 run_tests pairs, one test problem
 SMOKE_RUN = {"preset": "smoke", "steps": 1, "prompts_per_update": 2, "group_size": 2, "max_new_tokens": 8,
@@ -43,23 +44,24 @@ def missing_provenance(out: Path) -> str | None:
         try: record = json.loads(path.read_text())
         except ValueError as e: return f"{path.name} is not JSON: {e}"
         p = record.get("provenance") if isinstance(record, dict) else None
-        lacking = [k for k in PROVENANCE_KEYS if not isinstance(p, dict) or k not in p]
+        lacking = [k for k in FIELDS if not isinstance(p, dict) or k not in p]
         if lacking: return f"{path.name} has no provenance {', '.join(lacking)}"
     return None
 
 def wait_for(proc: subprocess.Popen, timeout: float) -> tuple[int | None, float]:
     ("PROC's exit status (None if it ran past TIMEOUT seconds: then it is killed) and the CPU seconds that it and the "
      "descendants it waited for used.")
-    deadline = time.monotonic() + timeout
+    deadline, late = time.monotonic() + timeout, False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid: break
         if time.monotonic() > deadline:
             os.killpg(proc.pid, signal.SIGKILL); _, status, usage = os.wait4(proc.pid, 0)
+            late = True
             break
         time.sleep(0.1)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return (None if time.monotonic() > deadline else proc.returncode), usage.ru_utime + usage.ru_stime
+    return (None if late else proc.returncode), usage.ru_utime + usage.ru_stime
 
 def run_one(script: Path, work: Path, timeout: float) -> tuple[bool, float, float, str]:
     ("(passed, wall seconds, CPU seconds, why it failed and the tail of its output) of SCRIPT's smoke, in its own "
