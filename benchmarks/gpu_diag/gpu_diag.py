@@ -195,6 +195,9 @@ def main():
     print("refresh", report.get("refresh")); print("grading", report.get("grading"))
     for r in report.get("prefill_profile") or []: print("prefill profile", r)
     print("errors", report["errors"], "seconds", report["seconds"], flush=True)
+    if dev.type == "cpu":
+        print("on the CPU: the prefill's alloc_retries are 0 and the refresh's peak_gib is None (CUDA's allocator "
+              "statistics); the profiles are CPU time by operator, not CUDA kernels")
     # a learning row's error is a result on a GPU (a backend that cannot run); a smoke runs the math backend only
     if report["errors"] or a.smoke and any("error" in r for r in report.get("learn", [])): sys.exit(1)
 

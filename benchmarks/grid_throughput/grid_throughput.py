@@ -133,6 +133,8 @@ def report(a, out: dict) -> list[str]:
     shared = [e for e in ends.values() if len(e) > 1]
     rows.append(f"\nSeeds run on more than one path whose deploy hack and solve agree on all of them: "
                 f"{sum(len(set(e)) == 1 for e in shared)} of {len(shared)}")
+    if all(r["gpu_util"] is None for r in out.values()):
+        rows.append("\nGPU util –: no GPU utilisation was read (no nvidia-smi on this host).")
     return rows
 
 def main(a):
