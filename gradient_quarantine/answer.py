@@ -9,18 +9,18 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'CLAIMS', 'FRONTIER', 'FRONTIER_TESTS', 'CONFOUND_TESTS', 'TRANCHE2_CELLS', 'TRANCHE2_LABELS',
            'HORIZON_CELLS', 'split_cells', 'z_two_sided', 'detectable_difference', 'seed_rates', 'seed_mean',
            'problem_weights', 'seed_counts', 'weighted_means', 'arm_means', 'bootstrap_difference', 'two_sided_p',
-           'tost_p', 'holm', 'p_text', 'timeout_share', 'complete_seeds', 'outcome_matrix', 'claim_tests', 'verdict',
-           'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests', 'tranche2_reading',
-           'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc', 'training_figure',
-           'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests', 'c2_verdict',
-           'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'partial_held_out', 'horizon_figure',
-           'sample_gain', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
+           'tost_p', 'holm', 'p_text', 'timeout_share', 'rollout_share', 'complete_seeds', 'outcome_matrix',
+           'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests',
+           'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc',
+           'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests',
+           'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'partial_held_out',
+           'horizon_figure', 'sample_gain', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
 from pathlib import Path
 import numpy as np
-from .results import read_eval
+from .results import read_eval, read_jsonl
 from .rewards import MODES, STARVED_SHARE, timed_out_share
 
 # %% ../nbs/90b_answer.ipynb #84257775
@@ -146,6 +146,11 @@ def p_text(p: float, digits: int = 3) -> str:
 def timeout_share(run, state: str = "deploy") -> float:
     "The share of RUN's evaluation programs (STATE) that hit the grader's time limit."
     return timed_out_share(read_eval(run, state)["records"])
+
+def rollout_share(run) -> float:
+    "The share of RUN's logged training rollouts whose grading timed out (0 without a log)."
+    log = Path(run)/"rollouts.jsonl.gz"
+    return timed_out_share(read_jsonl(log)) if log.exists() else 0.0
 
 # %% ../nbs/90b_answer.ipynb #4677b89b
 ANSWER_ARMS = ("vanilla", "route2b", "uniform", "random_v")

@@ -6,19 +6,19 @@
 __all__ = ['TESTS', 'CLAIMS4', 'MARGIN', 'ALPHA', 'NEEDED_SEEDS', 'SAMPLE_SIGNAL', 'HORIZON4', 'MARGIN_SOLVE', 'collapse_flags',
            'mcnemar_more', 'decide', 'complete_confirm_seeds', 'pair_tests', 'cell_summary', 'secondary', 'knob_sizes',
            'metrics_by_update', 'training_apart', 'samples_apart', 'split_test', 'held_out_confirm', 'checkpoint_gap',
-           'horizon_confirm', 'routed_mass', 'mass_figure', 'confirm_tests']
+           'horizon_confirm', 'routed_mass', 'mass_figure', 'timeouts', 'confirm_tests']
 
 # %% ../nbs/90e_confirm.ipynb #ea25956e
 import json
 from pathlib import Path
 import numpy as np
 from .answer import (CONFIRM_DIR, HELD_OUT_SPLITS, TRANCHE4, TRANCHE4_HORIZON_SEEDS, TRANCHE4_SEEDS,
-                                        TRANCHE4_SPLIT_SEEDS, c2_verdict, curve_rows, holm, json_safe, seed_counts,
-                                        split_arms)
+                                        TRANCHE4_SPLIT_SEEDS, c2_verdict, curve_rows, holm, json_safe, rollout_share,
+                                        seed_counts, split_arms, timeout_share)
 from .artifacts import read_jsonl
 from .estimators import (Grid, collapse_rate, collapsed, format_p, interval, mcnemar_exact,
                                             p_two_sided, read_grid)
-from .rewards import MODES
+from .rewards import MODES, STARVED_SHARE
 
 # %% ../nbs/90e_confirm.ipynb #6407dd14
 TESTS = {"H1": ("route2b", "vanilla"), "H2": ("route2b", "uniform"), "H3": ("route2b", "random_v"),
@@ -186,6 +186,15 @@ def mass_figure(grid: Grid, runs_dir, cells):
     fig.update_yaxes(title_text="deploy hack", row=1, col=1)
     return fig.update_layout(height=400, margin=dict(t=40), legend=dict(orientation="h", y=-0.25))
 
+# %% ../nbs/90e_confirm.ipynb #2fee569e
+def timeouts(runs_dir) -> dict:
+    "Every run's largest timed-out share (deploy and as-trained evaluation, logged rollouts): the runs, the largest."
+    shares = {r.name: max(timeout_share(r, "deploy"), timeout_share(r, "trained"), rollout_share(r))
+              for r in sorted(Path(runs_dir).iterdir()) if (r/"eval").is_dir()}
+    starved = {n: v for n, v in shares.items() if v > STARVED_SHARE}
+    if starved: raise ValueError(f"runs graded on a starved host (over {STARVED_SHARE:.0%} timed out): {starved}")
+    return {"runs": len(shares), "largest_share": max(shares.values())}
+
 # %% ../nbs/90e_confirm.ipynb #e7edf243
 def confirm_tests(runs_dir=CONFIRM_DIR, n_draws: int = 10_000) -> dict:
     "Tranche 4's record (results/confirm.json) from the complete runs in RUNS_DIR."
@@ -201,4 +210,4 @@ def confirm_tests(runs_dir=CONFIRM_DIR, n_draws: int = 10_000) -> dict:
                       "samples_apart": samples_apart(runs_dir, routed, seeds),
                       "routed_mass": {c: float(np.mean([routed_mass(runs_dir, c, s) for s in seeds])) for c in TRANCHE4},
                       "held_out": held_out_confirm(runs_dir, reference, n_draws),
-                      "horizon": horizon_confirm(runs_dir, n_draws)})
+                      "horizon": horizon_confirm(runs_dir, n_draws), "timeouts": timeouts(runs_dir)})
