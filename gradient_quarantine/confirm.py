@@ -52,7 +52,9 @@ def decide(key: str, hack: dict, p_hack: float, p_solve: float, p_collapse: floa
 # %% ../nbs/90e_confirm.ipynb #d58939f0
 def complete_confirm_seeds(runs_dir, cells=tuple(TRANCHE4), seeds=TRANCHE4_SEEDS) -> list[int]:
     "The seeds whose runs of every cell are complete."
-    done = lambda c, s: (p := Path(runs_dir)/f"{c}_s{s}"/"status.json").exists() and json.loads(p.read_text())["complete"]
+    def done(c, s):
+        status = Path(runs_dir)/f"{c}_s{s}"/"status.json"
+        return status.exists() and json.loads(status.read_text())["complete"]
     return [s for s in seeds if all(done(c, s) for c in cells)]
 
 def pair_tests(grid: Grid, flags: dict) -> dict:
@@ -182,7 +184,8 @@ def mass_figure(grid: Grid, runs_dir, cells):
                             marker=dict(color=color, size=5), row=1, col=col)
             fig.add_scatter(x=[np.mean(x)], y=[hack.mean()], mode="markers", legendgroup=c, showlegend=False,
                             marker=dict(color=color, size=14, symbol="diamond", line=dict(width=1)), row=1, col=col)
-    fig.update_xaxes(title_text="mean routed fraction", row=1, col=1).update_xaxes(title_text="deploy solve", row=1, col=2)
+    fig.update_xaxes(title_text="mean routed fraction", row=1, col=1)
+    fig.update_xaxes(title_text="deploy solve", row=1, col=2)
     fig.update_yaxes(title_text="deploy hack", row=1, col=1)
     return fig.update_layout(height=400, margin=dict(t=40), legend=dict(orientation="h", y=-0.25))
 
@@ -208,6 +211,7 @@ def confirm_tests(runs_dir=CONFIRM_DIR, n_draws: int = 10_000) -> dict:
                       "collapse_reference": reference, "knob_sizes": knob_sizes(runs_dir, routed, seeds),
                       "training_apart": training_apart(runs_dir, [c for c in TRANCHE4 if c != "vanilla"], seeds),
                       "samples_apart": samples_apart(runs_dir, routed, seeds),
-                      "routed_mass": {c: float(np.mean([routed_mass(runs_dir, c, s) for s in seeds])) for c in TRANCHE4},
+                      "routed_mass": {c: float(np.mean([routed_mass(runs_dir, c, s) for s in seeds]))
+                                      for c in TRANCHE4},
                       "held_out": held_out_confirm(runs_dir, reference, n_draws),
                       "horizon": horizon_confirm(runs_dir, n_draws), "timeouts": timeouts(runs_dir)})
