@@ -98,6 +98,9 @@ def worker(a):
         row, _ = trainer.update(u)
         all_here(trainer.world)
         if u > a.warmup: seconds.append(time.perf_counter() - t0); rows.append(row)
+        if trainer.world.is_main:
+            print(f"update {u} of {steps} ({'timed' if u > a.warmup else 'warm-up'}): "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
     if trainer.world.is_main:
         peak = torch.cuda.max_memory_allocated() / 2 ** 30 if torch.cuda.is_available() else None
         print("RESULT " + json.dumps({"processes": trainer.world.size, "seconds_per_update": seconds,
@@ -108,18 +111,22 @@ def worker(a):
                                       "max_new_tokens": cfg.max_new_tokens}))
     trainer.world.close()
 
-def measure(n: int, a) -> dict:
-    "torchrun this file with --worker on N processes; its rank 0's result."
-    with tempfile.TemporaryDirectory() as run_dir:
+def measure(n: int, a, log: Path) -> dict:
+    ("torchrun this file with --worker on N processes; its rank 0's result. The workers' output goes to LOG as it "
+     "comes (a call cut short still shows how far each N got).")
+    print(f"{n} process(es): starting, output to {log}", flush=True)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as run_dir, open(log, "w") as f:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={n}", __file__,
                "--worker", "--run-dir", run_dir, "--model-dir", str(a.model_dir), "--warmup", str(a.warmup),
                "--updates", str(a.updates), "--streams", str(a.streams), "--overrides", a.overrides]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-    lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise RuntimeError(f"{n} processes failed ({done.returncode}):\n{done.stderr[-4000:]}")
+               "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "PYTHONUNBUFFERED": "1"}
+        code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT).returncode
+    text = log.read_text()
+    lines = [l for l in text.splitlines() if l.startswith("RESULT ")]
+    if code or not lines: raise RuntimeError(f"{n} processes failed ({code}):\n{text[-4000:]}")
+    print(f"{n} process(es): done in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads(lines[-1][7:])
 
 def table(results: list[dict]) -> str:
@@ -151,6 +158,7 @@ def main():
     a = ap.parse_args()
     if a.worker: return worker(a)
     out, meta = results_dir(a.out, a.smoke, __file__), provenance()
+    name = "gpu_scaling_smoke_cpu" if a.smoke else "gpu_scaling"
     a.gpus = a.gpus or ([1, 2] if a.smoke else [1, 2, 4])
     a.streams = math.lcm(*a.gpus)                     # every N samples the same seeded blocks: the same run
     if a.smoke:
@@ -158,10 +166,12 @@ def main():
         a.warmup, a.updates = 1, 1
     scratch = tempfile.TemporaryDirectory(prefix="gq_scaling_") if a.smoke and a.model_dir is None else None
     a.model_dir = a.model_dir or (Path(scratch.name) if scratch else Path(tempfile.gettempdir())/"gq_random_qwen3_4b")
+    t0 = time.perf_counter()
     build_model(a.model_dir, a.smoke)
-    results = [measure(n, a) for n in a.gpus]
+    print(f"model and knob bases ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    results = [measure(n, a, out/f"{name}_{n}.log") for n in a.gpus]
     if scratch: scratch.cleanup()
-    name = "gpu_scaling_smoke_cpu" if a.smoke else "gpu_scaling"
     first = results[0]
     record = {"provenance": meta, "smoke": a.smoke, "overrides": json.loads(a.overrides), "warmup": a.warmup,
               "rollout_streams": a.streams, "max_prompt_tokens": first["max_prompt_tokens"],
@@ -173,7 +183,6 @@ def main():
             f"pocket tokenizer: {first['left_out']}); {a.warmup} warm-up update(s), then {a.updates} timed."
             + ("\n\nOn the CPU the peak GiB column is empty (CUDA's allocator statistics)." if a.smoke else "")
             + f"\n\n{footer(meta)}\n")
-    out.mkdir(parents=True, exist_ok=True)
     (out/f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     (out/f"{name}.md").write_text(text)
     print(text)
