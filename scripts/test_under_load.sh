@@ -2,8 +2,9 @@
 # The README's test command, run PASSES times in a row, each from a fresh clone of HEAD, beside BUSY processes that
 # each spin one core, as the teardown abort was first seen. Each pass re-clones into CLONE (the same path, so one
 # editable install serves all), runs scripts/run_tests.sh and appends one row to TABLE: the clone's commit, pass, exit
-# status, its final count line, seconds, the lines "terminate called" in its output. Stops at the first failed pass. Needs an environment with
-# the repository installed editable from CLONE (`pip install -e "CLONE[dev]"`) and GQ_DATA_DIR set.
+# status, its final count line, seconds, the lines "terminate called" in its output. Stops at the first failed pass.
+# Needs an environment with the repository installed editable from CLONE (`pip install -e "CLONE[dev]"`) and
+# GQ_DATA_DIR set.
 #   PASSES=5 BUSY=2 CLONE=/tmp/gq_load TABLE=benchmarks/teardown/under_load.md scripts/test_under_load.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
