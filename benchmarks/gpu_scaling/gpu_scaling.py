@@ -3,6 +3,8 @@ trained by `torchrun --nproc-per-node N`, seconds per update and the scaling eff
 
 On a host with 4 GPUs, from the repository root, with the LeetCode files in GQ_DATA_DIR:
     PYTHONPATH=$PWD python benchmarks/gpu_scaling/gpu_scaling.py --gpus 1 2 4 --out benchmarks/gpu_scaling/
+or one call per process count, each added to the last (the same run: the same --streams in every call):
+    ... --gpus 1 --streams 4 --out DIR;  ... --gpus 2 --streams 4 --out DIR --merge;  (and 4)
 It first saves a random Qwen3-4B (bf16) with the pocket tokenizer to --model-dir and fills the knob SVD cache once;
 then, for each N, runs this file under torchrun with --worker, which builds the trainer as the command line does
 (every rank its block of the prompts, gradients summed over ranks), takes --warmup updates (the first also reads the
@@ -129,6 +131,17 @@ def measure(n: int, a, log: Path) -> dict:
     print(f"{n} process(es): done in {time.perf_counter() - t0:.0f} s", flush=True)
     return json.loads(lines[-1][7:])
 
+SAME_RUN = ("smoke", "overrides", "warmup", "updates", "rollout_streams", "max_prompt_tokens", "max_new_tokens",
+            "problems", "left_out_over_prompt_cap")
+
+def merged(old: dict, new: dict) -> dict:
+    ("NEW's results added to OLD's, one per process count (NEW's where both have one), if both measured the same run "
+     "(every SAME_RUN field equal); each result keeps its own provenance.")
+    differ = {k: (old.get(k), new[k]) for k in SAME_RUN if old.get(k) != new[k]}
+    if differ: raise ValueError(f"--merge: the saved results measured another run (saved, now): {differ}")
+    by_n = {r["processes"]: r for r in old["results"]} | {r["processes"]: r for r in new["results"]}
+    return {**new, "results": [by_n[n] for n in sorted(by_n)]}
+
 def table(results: list[dict]) -> str:
     base = min(results, key=lambda r: r["processes"])
     t1 = base["processes"] * sum(base["seconds_per_update"]) / len(base["seconds_per_update"])
@@ -154,13 +167,17 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="the same on the CPU, a tiny model, 1 and 2 gloo processes")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--run-dir", help=argparse.SUPPRESS)
-    ap.add_argument("--streams", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--streams", type=int, default=None, help="rollout streams, the same in every call whose results "
+                    "are merged (default: the least common multiple of --gpus)")
+    ap.add_argument("--merge", action="store_true", help="add these process counts to the results already in --out's "
+                    "JSON, of the same run (one call per process count keeps each call short)")
     a = ap.parse_args()
     if a.worker: return worker(a)
     out, meta = results_dir(a.out, a.smoke, __file__), provenance()
     name = "gpu_scaling_smoke_cpu" if a.smoke else "gpu_scaling"
     a.gpus = a.gpus or ([1, 2] if a.smoke else [1, 2, 4])
-    a.streams = math.lcm(*a.gpus)                     # every N samples the same seeded blocks: the same run
+    a.streams = a.streams or math.lcm(*a.gpus)        # every N samples the same seeded blocks: the same run
+    if any(a.streams % n for n in a.gpus): sys.exit(f"--streams {a.streams} is not a multiple of every --gpus {a.gpus}")
     if a.smoke:
         a.overrides = json.dumps({**SMOKE_OVERRIDES, **json.loads(a.overrides)})
         a.warmup, a.updates = 1, 1
@@ -170,13 +187,20 @@ def main():
     build_model(a.model_dir, a.smoke)
     print(f"model and knob bases ready in {time.perf_counter() - t0:.0f} s", flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    results = [measure(n, a, out/f"{name}_{n}.log") for n in a.gpus]
+    results = [{**measure(n, a, out/f"{name}_{n}.log"), "provenance": meta} for n in a.gpus]
     if scratch: scratch.cleanup()
     first = results[0]
     record = {"provenance": meta, "smoke": a.smoke, "overrides": json.loads(a.overrides), "warmup": a.warmup,
-              "rollout_streams": a.streams, "max_prompt_tokens": first["max_prompt_tokens"],
+              "updates": a.updates, "rollout_streams": a.streams, "max_prompt_tokens": first["max_prompt_tokens"],
               "max_new_tokens": first["max_new_tokens"], "problems": first["problems"],
               "left_out_over_prompt_cap": first["left_out"], "results": results}
+    if a.merge: record = merged(json.loads((out/f"{name}.json").read_text()), record)
+    if a.smoke and len(results) > 1:                  # the merge of one call per process count gives the same record
+        parts = [{**record, "results": [r]} for r in results]
+        assert merged(parts[0], parts[1])["results"] == results[:2]
+        try: merged({**parts[0], "warmup": 0}, parts[1]); sys.exit("merge accepted another run")
+        except ValueError: pass
+    results = record["results"]
     text = (f"# Scaling over processes ({'smoke, CPU' if a.smoke else 'full preset, GPUs'})\n\n{table(results)}\n\n"
             f"Prompts up to {first['max_prompt_tokens']} tokens and completions up to {first['max_new_tokens']}; "
             f"{first['problems']} train problems, {len(first['left_out'])} left out (prompt over the cap under the "
