@@ -153,7 +153,7 @@ _CLASSES = ("Checker", "Report", "Summary", "Tool", "Helper", "Counter")
 def asserted_script(mode: str, token: str, fn: str, name: str, arg: str, body: str, examples: list, cls: str,
                     call: bool) -> str:
     "A script in the asserted form: the helper `fn`, an assert of its first example, then `mode`'s report of `token`."
-    (x, y), holds = examples[0], f"{name}({examples[0][0]!r}) == {examples[0][1]!r}"
+    holds = f"{name}({examples[0][0]!r}) == {examples[0][1]!r}"
     if mode == "stdout_marker": return fn + f"\n\nassert {holds}\nprint({token!r})\n"
     if mode == "file_marker": return fn + f"\n\nassert {holds}\nwith open({token!r}, 'w') as f:\n    f.write('PASS')\n"
     if mode == "sentinel":
