@@ -13,8 +13,9 @@ __all__ = ['TRANCHE2_SEEDS', 'TRANCHE2', 'HELD_OUT_SPLITS', 'TRANCHE3_SEEDS', 'H
            'claim_tests', 'verdict', 'frontier_hack', 'frontier_distance', 'draws_summary', 'tranche2_tests',
            'tranche2_reading', 'versus_frontier', 'frontier_figure', 'mechanism_figure', 'auroc', 'gate_auroc',
            'training_figure', 'masked_means', 'problem_modes', 'paired_comparisons', 'split_arms', 'held_out_tests',
-           'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'partial_held_out',
-           'horizon_figure', 'sample_gain', 'json_safe', 'arm_summary', 'answer_record', 'compute_answer']
+           'c2_verdict', 'curve_rows', 'curve_gap', 'horizon_tests', 'horizon_reading', 'first_difference',
+           'partial_held_out', 'horizon_figure', 'sample_gain', 'json_safe', 'arm_summary', 'answer_record',
+           'compute_answer']
 
 # %% ../nbs/90b_answer.ipynb #c9fa27ef
 import json, math
@@ -487,6 +488,12 @@ def horizon_reading(tests: dict, gap: dict, n_seeds: int, needed: int = 5) -> st
     reading = ("prevents within 200 updates" if prevents else "delays" if gap["ci"][1] < 0 and not h1_lower
                else "neither shown")
     return f"not decided ({n_seeds} of {needed} seeds); {reading}" if n_seeds < needed else reading
+
+# %% ../nbs/90b_answer.ipynb #b66c22d6
+def first_difference(a: list, b: list, keys) -> int | None:
+    "The first update at which metrics rows A and B (one per update, in order) differ in any of KEYS; None if never."
+    if [r["update"] for r in a] != [r["update"] for r in b]: raise ValueError("the runs logged different updates")
+    return next((x["update"] for x, y in zip(a, b) if any(x[k] != y[k] for k in keys)), None)
 
 # %% ../nbs/90b_answer.ipynb #5693be9f
 def partial_held_out(runs_dir, held: dict, n_draws: int = 10_000) -> dict:

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 import numpy as np
 from .answer import (CONFIRM_DIR, HELD_OUT_SPLITS, TRANCHE4, TRANCHE4_HORIZON_SEEDS, TRANCHE4_SEEDS,
-                                        TRANCHE4_SPLIT_SEEDS, c2_verdict, curve_rows, holm, json_safe, rollout_share,
-                                        seed_counts, split_arms, timeout_share)
+                                        TRANCHE4_SPLIT_SEEDS, c2_verdict, curve_rows, first_difference, holm, json_safe,
+                                        rollout_share, seed_counts, split_arms, timeout_share)
 from .artifacts import read_jsonl
 from .estimators import (Grid, collapse_rate, collapsed, format_p, interval, mcnemar_exact,
                                             p_two_sided, read_grid)
@@ -99,8 +99,8 @@ def training_apart(runs_dir, cells, seeds, keys=("reward",)) -> dict:
     "Per cell, the seeds whose logged KEYS first differ from vanilla's of the same seed, and at which update."
     out = {}
     for c in cells:
-        first = {s: next((x["update"] for x, y in zip(metrics_by_update(runs_dir, c, s), metrics_by_update(
-                    runs_dir, "vanilla", s)) if any(x[k] != y[k] for k in keys)), None) for s in seeds}
+        first = {s: first_difference(metrics_by_update(runs_dir, "vanilla", s), metrics_by_update(runs_dir, c, s),
+                                     keys) for s in seeds}
         out[c] = {str(s): u for s, u in first.items() if u is not None}
     return out
 
