@@ -15,10 +15,10 @@ trap 'kill "${spinners[@]}" 2>/dev/null' EXIT
 header='| commit | pass | exit | final line | s | terminate called |\n|---|---|---|---|---|---|\n'
 [ -f "$table" ] || printf "$header" >"$table"
 for pass in $(seq "$passes"); do
-  rm -rf "$clone" && git clone -q "$root" "$clone" && cd "$clone" || exit 1
-  commit=$(git rev-parse --short HEAD)                       # each pass tests the HEAD of its own fresh clone
+  cd "$root" && rm -rf "$clone" && git clone -q "$root" "$clone" || exit 1     # never from inside the old clone
+  commit=$(git -C "$clone" rev-parse --short HEAD)           # each pass tests the HEAD of its own fresh clone
   log=$(mktemp) start=$SECONDS
-  scripts/run_tests.sh >"$log" 2>&1
+  (cd "$clone" && scripts/run_tests.sh) >"$log" 2>&1
   status=$?
   printf '| %s | %d | %d | %s | %d | %d |\n' "$commit" "$pass" "$status" "$(tail -n 1 "$log")" \
     $((SECONDS - start)) "$(grep -c 'terminate called' "$log")" | tee -a "$table"
