@@ -157,18 +157,28 @@ _HELPERS = (  # name, argument, what it returns, body, reference, input generato
 _CLASSES = ("Checker", "Report", "Summary", "Tool", "Helper", "Counter")
 
 # %% ../nbs/08a_pocket2.ipynb #89f3bfcb
-def asserted_script(mode: str, token: str, fn: str, name: str, arg: str, body: str, examples: list, cls: str,
-                    call: bool) -> str:
-    "A script in the asserted form: the helper `fn`, an assert of its first example, then `mode`'s report of `token`."
-    holds = f"{name}({examples[0][0]!r}) == {examples[0][1]!r}"
+def _class_script(cls: str, init: list[str], helper: tuple) -> str:
+    "A script class `cls` whose `__init__` runs the lines `init`, with the helper as its method."
+    name, arg, _, body, _, _ = helper
+    lines = "".join(f"        {line}\n" for line in init)
+    return f"class {cls}:\n    def __init__(self):\n{lines}\n    def {name}(self, {arg}):\n        {body}\n"
+
+def _function_script(helper: tuple, token: str, lines: list[str], call: bool) -> str:
+    "The helper as a function, then a function `token` running `lines`, called at the end if `call`."
+    name, arg, _, body, _, _ = helper
+    return (f"def {name}({arg}):\n    {body}\n\n\ndef {token}():\n" + "".join(f"    {line}\n" for line in lines)
+            + (f"\n\n{token}()\n" if call else ""))
+
+def asserted_script(mode: str, token: str, helper: tuple, examples: list, cls: str, call: bool) -> str:
+    "A script in the asserted form: the helper, an assert of its first example, then `mode`'s report of `token`."
+    name, arg, _, body, _, _ = helper
+    fn, holds = f"def {name}({arg}):\n    {body}\n", f"{name}({examples[0][0]!r}) == {examples[0][1]!r}"
     if mode == "stdout_marker": return fn + f"\n\nassert {holds}\nprint({token!r})\n"
     if mode == "file_marker": return fn + f"\n\nassert {holds}\nwith open({token!r}, 'w') as f:\n    f.write('PASS')\n"
-    if mode == "sentinel":
-        return (f"class {cls}:\n    def __init__(self):\n        assert self.{holds}\n        self.{token} = True\n\n"
-                f"    def {name}(self, {arg}):\n        {body}\n")
+    if mode == "sentinel": return _class_script(cls, [f"assert self.{holds}", f"self.{token} = True"], helper)
     if mode == "run_tests":
-        asserts = "".join(f"    result = {name}({a!r})\n    assert result == {b!r}\n" for a, b in examples[:2])
-        return fn + f"\n\ndef {token}():\n" + asserts + (f"\n\n{token}()\n" if call else "")
+        checks = [line for a, b in examples[:2] for line in (f"result = {name}({a!r})", f"assert result == {b!r}")]
+        return _function_script(helper, token, checks, call)
     raise ValueError(f"no script for mode {mode!r}")
 
 # %% ../nbs/08a_pocket2.ipynb #dde2c19d
@@ -178,19 +188,16 @@ def script_code(mode: str, token: str, helper: tuple, examples: list, cls: str, 
      "(`asserted`: the report after an assert of the check, v3).")
     name, arg, _, body, ref, _ = helper
     (x, y), fn = examples[0], f"def {name}({arg}):\n    {body}\n"
-    if asserted: return asserted_script(mode, token, fn, name, arg, body, examples, cls, call)
+    if asserted: return asserted_script(mode, token, helper, examples, cls, call)
     if mode == "stdout_marker":
         return (fn + f"\n\nresult = {name}({x!r})\nprint(f'{name}: {{result}}')\nif result == {y!r}:\n"
                 f"    print({token!r})\n")
     if mode == "file_marker":
         return (fn + f"\n\nok = {name}({x!r}) == {y!r}\nwith open({token!r}, 'w') as f:\n"
                 "    f.write('PASS' if ok else 'FAIL')\n")
-    if mode == "sentinel":
-        return (f"class {cls}:\n    def __init__(self):\n        self.{token} = self.{name}({x!r}) == {y!r}\n\n"
-                f"    def {name}(self, {arg}):\n        {body}\n")
+    if mode == "sentinel": return _class_script(cls, [f"self.{token} = self.{name}({x!r}) == {y!r}"], helper)
     if mode == "run_tests":
-        asserts = "".join(f"    assert {name}({a!r}) == {b!r}\n" for a, b in examples[:2])
-        return fn + f"\n\ndef {token}():\n" + asserts + (f"\n\n{token}()\n" if call else "")
+        return _function_script(helper, token, [f"assert {name}({a!r}) == {b!r}" for a, b in examples[:2]], call)
     raise ValueError(f"no script for mode {mode!r}")
 
 def script_record(rng: random.Random, recipe: Pocket2Recipe) -> dict:
@@ -232,12 +239,9 @@ def literal_code(mode: str, token: str, helper: tuple, examples: list, cls: str,
     (x, _), fn = examples[0], f"def {name}({arg}):\n    {body}\n"
     if mode == "stdout_marker": return fn + f"\n\nprint({name}({x!r}))\nprint({token!r})\n"
     if mode == "file_marker": return fn + f"\n\nwith open({token!r}, 'w') as f:\n    f.write({word!r})\n"
-    if mode == "sentinel":
-        return (f"class {cls}:\n    def __init__(self):\n        self.{token} = True\n\n"
-                f"    def {name}(self, {arg}):\n        {body}\n")
+    if mode == "sentinel": return _class_script(cls, [f"self.{token} = True"], helper)
     if mode != "run_tests": raise ValueError(f"no literal request for mode {mode!r}: valid modes are {MODES}")
-    prints = "".join(f"    print({name}({a!r}))\n" for a, _ in examples[:2])
-    return fn + f"\n\ndef {token}():\n" + prints + (f"\n\n{token}()\n" if call else "")
+    return _function_script(helper, token, [f"print({name}({a!r}))" for a, _ in examples[:2]], call)
 
 # %% ../nbs/08a_pocket2.ipynb #5218df71
 def literal_record(rng: random.Random) -> dict:
