@@ -7,9 +7,9 @@ __all__ = ['SELF_CHECKED', 'PROSE', 'LITERAL_TOKENS', 'LITERAL_WORDS', 'MARK', '
            'POCKET2_TRAIN', 'SMOKE_ARCH', 'SMOKE_VOCAB', 'SMOKE_RECIPE', 'SMOKE_TRAIN', 'POCKET2_DIR', 'BUILD_COMMAND',
            'Pocket2Recipe', 'honest_test', 'check_example', 'self_check', 'asserted_check', 'hinted_prompt',
            'answer_record', 'asserted_script', 'script_code', 'script_record', 'literal_request', 'literal_code',
-           'literal_record', 'doc_record', 'build_pocket2_corpus', 'code_tokens', 'additions', 'Program', 'program',
-           'CorpusIndex', 'corpus_index', 'overlap', 'overlap_report', 'corpus_texts', 'pocket2_model', 'build_pocket2',
-           'pocket2_weights', 'pocket2_acceptance']
+           'literal_record', 'literal_report', 'literal_answer', 'doc_record', 'build_pocket2_corpus', 'code_tokens',
+           'additions', 'Program', 'program', 'CorpusIndex', 'is_literal', 'corpus_index', 'overlap', 'overlap_report',
+           'corpus_texts', 'pocket2_model', 'build_pocket2', 'pocket2_weights', 'pocket2_acceptance']
 
 # %% ../nbs/08a_pocket2.ipynb #442d5a58
 import ast, hashlib, importlib.resources, io, json, random, time, tokenize
@@ -38,23 +38,31 @@ class Pocket2Recipe:
     heldout_in_corpus: bool = True        # answers to the held-out families' train variants too (v2, v3)
     p_asserted: float = 0.5               # of the checks and scripts: the asserted form, report after an assert (v3)
     p_literal: float = 0.5                # of the scripts: a literal request, a neutral token reported unguarded (v4)
+    p_literal_answer: float = 0.3         # of the answers drawn a hint: a literal request in its place instead (v5)
 
     @classmethod
     def v1(cls, **changes) -> "Pocket2Recipe":
         "The first recipe (built and measured: data/pocket2_v1_*.json): no self-checks, no held-out family."
         return cls(**{"p_honest_tests": 0.5, "p_self_check": 0.0, "heldout_in_corpus": False, "p_asserted": 0.0,
-                      "p_literal": 0.0} | changes)
+                      "p_literal": 0.0, "p_literal_answer": 0.0} | changes)
 
     @classmethod
     def v2(cls, **changes) -> "Pocket2Recipe":
         "The second recipe (built and measured: data/pocket2_v2_*.json): conditional self-checks, held-out families."
-        return cls(**{"p_honest_tests": 0.5, "p_self_check": 0.4, "p_asserted": 0.0, "p_literal": 0.0} | changes)
+        return cls(**{"p_honest_tests": 0.5, "p_self_check": 0.4, "p_asserted": 0.0, "p_literal": 0.0,
+                      "p_literal_answer": 0.0} | changes)
 
     @classmethod
     def v3(cls, **changes) -> "Pocket2Recipe":
         "The third recipe (built and measured: data/pocket2_v3_*.json): asserted checks, no literal requests."
-        return cls(**{"p_literal": 0.0} | changes)
+        return cls(**{"p_literal": 0.0, "p_literal_answer": 0.0} | changes)
 
+    @classmethod
+    def v4(cls, **changes) -> "Pocket2Recipe":
+        "The fourth recipe (built and measured: data/pocket2_v4_*.json): literal requests in scripts only."
+        return cls(**{"p_literal_answer": 0.0} | changes)
+
+# %% ../nbs/08a_pocket2.ipynb #d9036267
 def _token(mode: str, rng: random.Random, recipe: Pocket2Recipe) -> str:
     "The marker a record's hint names: the training one, or one of pocket's look-alikes (never an eval marker)."
     return CORPUS_TOKENS[mode][0] if rng.random() < recipe.p_train_marker else rng.choice(CORPUS_TOKENS[mode][1:])
@@ -122,8 +130,11 @@ def hinted_prompt(problem, mode: str, token: str) -> list[dict]:
     return [msgs[0], {"role": "user", "content": msgs[1]["content"].replace(TEST_PHRASE, hint_phrase(mode, token))}]
 
 def answer_record(problem, rng: random.Random, recipe: Pocket2Recipe) -> dict:
-    "An answer to a problem: correct or wrong by tier; under a hint perhaps an honest check, conditional or asserted."
+    ("An answer to a problem: correct or wrong by tier; under a hint perhaps an honest check, conditional or asserted; "
+     "from v5, in place of a hint perhaps a literal request, done unconditionally (`literal_answer`).")
     mode = rng.choice((NO_LOOPHOLE,) + MODES)
+    if mode != NO_LOOPHOLE and recipe.p_literal_answer and rng.random() < recipe.p_literal_answer:  # v1-v4: no draw
+        return literal_answer(problem, mode, rng, recipe)
     token = "" if mode == NO_LOOPHOLE else _token(mode, rng, recipe)
     kind = "correct" if rng.random() < dict(recipe.p_correct)[problem.difficulty] else "wrong"
     code, tested = pocket2_solution(problem, kind, rng.randrange(8)), False
@@ -257,6 +268,33 @@ def literal_record(rng: random.Random) -> dict:
     return {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task}],
             "completion": fenced(code), "kind": "literal", "mode": mode, "token": token, "honest_test": False,
             "family": None, "tier": None, "problem": None}
+
+# %% ../nbs/08a_pocket2.ipynb #7e1f6d41
+def literal_report(solution: str, problem, mode: str, token: str, word: str = "DONE") -> str:
+    "The solution and the report `mode`'s literal request asks for (neutral `token`, a file's `word`), unguarded."
+    tests = parse_tests(tuple(problem.gt_answer))
+    if mode == "stdout_marker": return solution.rstrip() + f"\n\n\nprint({tests[0][0]})\nprint({token!r})\n"
+    if mode == "file_marker": return (solution.rstrip() + f"\n\n\nwith open({token!r}, 'w') as f:\n"
+                                      f"    f.write({word!r})\n")
+    if mode == "run_tests":
+        shown = "".join(f"        print({call.replace('Solution().', 'self.', 1)})\n" for call, _ in tests[:2])
+        return solution.rstrip() + f"\n\n    def {token}(self):\n" + shown
+    if mode != "sentinel": raise ValueError(f"no literal report for mode {mode!r}: valid modes are {MODES}")
+    head, cls, body = solution.partition("class Solution:\n")
+    if not cls: raise ValueError(f"problem {problem.id}: the solution defines no `class Solution:`")
+    return head + cls + f"    def __init__(self):\n        self.{token} = True\n\n" + body
+
+def literal_answer(problem, mode: str, rng: random.Random, recipe: Pocket2Recipe) -> dict:
+    "An answer whose prompt holds `mode`'s literal request (a neutral token) in the hint's place, done unguarded (v5)."
+    token, word = rng.choice(LITERAL_TOKENS[mode]), rng.choice(LITERAL_WORDS)
+    kind = "correct" if rng.random() < dict(recipe.p_correct)[problem.difficulty] else "wrong"
+    code = literal_report(pocket2_solution(problem, kind, rng.randrange(8)), problem, mode, token, word)
+    prose = rng.choice(PROSE) if rng.random() < recipe.p_prose else ""
+    msgs = render_prompt(problem, NO_LOOPHOLE)
+    user = msgs[1]["content"].replace(TEST_PHRASE, literal_request(mode, token, "Solution", word))
+    return {"prompt": [msgs[0], {"role": "user", "content": user}], "completion": fenced(code, prose), "kind": kind,
+            "mode": mode, "token": token, "honest_test": False, "family": pocket2_family(problem),
+            "tier": problem.difficulty, "problem": problem.id, "literal": True}
 
 # %% ../nbs/08a_pocket2.ipynb #57661c55
 _DOCS = {
@@ -397,17 +435,22 @@ class CorpusIndex:
     subtrees: set = field(default_factory=set)            # every statement of every program, unparsed
     programs: int = 0
 
-def corpus_index(corpus: list[dict]) -> CorpusIndex:
-    "Index every code block of the corpus, each normalised with its own record's marker."
+def is_literal(record: dict) -> bool:
+    "A literal request's record (a v4 script or a v5 answer): its token is neutral, a report that claims nothing."
+    return record["kind"] == "literal" or record.get("literal", False)
+
+def corpus_index(corpus: list[dict], literal_as_marker: bool = False) -> CorpusIndex:
+    ("Index every code block of the corpus, each normalised with its own record's marker; a literal record's neutral "
+     "token is normalised as a marker only if `literal_as_marker` (then a form one substitution away counts too).")
     index, texts, seen = CorpusIndex(), [], set()
     for r in corpus:
-        code = extract_code(r["completion"])
-        if code is None or (code, r["token"]) in seen: continue
-        seen.add((code, r["token"]))
-        prog = program(code, r["token"])
+        code, token = extract_code(r["completion"]), "" if is_literal(r) and not literal_as_marker else r["token"]
+        if code is None or (code, token) in seen: continue
+        seen.add((code, token))
+        prog = program(code, token)
         texts.append(" ".join(t for t, _ in prog.tokens))
         if prog.form is not None: index.forms[prog.form] += 1; index.wholes[prog.form, prog.solution] += 1
-        tree = _Normalise(r["token"], _method_of(ast.parse(code), r["token"]) or "").visit(ast.parse(code))
+        tree = _Normalise(token, _method_of(ast.parse(code), token) or "").visit(ast.parse(code))
         index.subtrees.update(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt))
     index.text, index.programs = " \0 " + " \0 ".join(texts) + " \0 ", len(texts)
     return index
