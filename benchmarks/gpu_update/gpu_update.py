@@ -108,7 +108,8 @@ def write(out: Path, report: dict):
     lines += ["", f"- **update total** = generation + the time learning waited for grades + loss+backward + optimizer "
               f"of that arm; for route2b also with its direction refresh amortised over {e['refresh_every']} updates.",
               f"- micro-batches of at most {e['micro_batch']} rollouts "
-              f"and {e.get('micro_batch_tokens')} padded tokens.",
+              f"and {e.get('micro_batch_tokens')} padded tokens; an arm named ARM@N, of N rollouts and the token cap "
+              f"scaled alike.",
               f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
               f"{report.get('seconds', 0):.0f} s in all.",
               *(["- On the CPU the peak GPU memory is empty (CUDA's allocator statistics) and generation captures no "
@@ -123,6 +124,15 @@ def write(out: Path, report: dict):
     lines += ["", footer(report["provenance"])]
     (out/"gpu_update.md").write_text("\n".join(lines) + "\n")
 
+ARMS = ["vanilla", "route2b/rollout", "route2b/token", "vanilla"]
+
+def micro_batch_of(cfg, rows: str) -> dict:
+    "The Config changes of an arm's `@N`: N rollouts a micro-batch, the padded-token cap scaled alike ({}: none)."
+    if not rows: return {}
+    n = int(rows)
+    if n < 1: raise ValueError(f"a micro-batch of {n} rollouts")
+    return {"micro_batch": n, "micro_batch_tokens": cfg.micro_batch_tokens * n // cfg.micro_batch}
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=None, help="folder for the results (default: beside this script)")
@@ -131,15 +141,17 @@ def main():
     ap.add_argument("--micro-batch", type=int, default=None, help="default: the full preset's")
     ap.add_argument("--smoke", action="store_true",
                     help="a tiny fp32 model on CPU, 2 prompts, 4 new tokens: checks the script")
-    ap.add_argument("--arms", nargs="+", default=["vanilla", "route2b/rollout", "route2b/token", "vanilla"],
+    ap.add_argument("--arms", nargs="+", default=ARMS,
                     help="learned in this order on the same rollouts; an arm named twice is timed again "
-                         "(the first arm meets every sequence length fresh, the later ones do not)")
+                         "(the first arm meets every sequence length fresh, the later ones do not); ARM@N learns "
+                         "in micro-batches of N rollouts (and N/micro-batch times the padded-token cap)")
     ap.add_argument("--profile", action="store_true",
                     help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, "
                          "as steps after a profile ran slower")
     a = ap.parse_args()
     out, dev = results_dir(a.out, a.smoke, __file__), torch.device("cpu" if a.smoke else "cuda")
     if a.smoke: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 4, a.prompts or 2, a.micro_batch or 2
+    if a.smoke and a.arms == ARMS: a.arms = [*ARMS, "vanilla@1"]                # the smoke takes the @N path too
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
     train_all, test_all = train.load_substrate(train.resolve_config("full"))
     fits = [p for p in train_all[:16 if a.smoke else None]
@@ -194,15 +206,18 @@ def main():
 
     report["arms"] = []
     for i, name in enumerate(a.arms):
-        arm, gran = (name.split("/") + ["rollout"])[:2]
+        spec, _, rows = name.partition("@")
+        arm, gran = (spec.split("/") + ["rollout"])[:2]
         label = f"{name}, again" if name in a.arms[:i] else name
-        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran)
+        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran, **micro_batch_of(cfg, rows))
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
         free_memory(dev)
         try: row, _ = trainer.learn(1, ro if i == 0 else as_at_end_of_generation(ro, stand_in_grader))
         except Exception as e:
             report["errors"].append(f"{label}: {e!r}"[:300]); traceback.print_exc(); break
-        rec = {"arm": label, "s_grade": round(row["s_grade"], 2), "s_backward": round(row["s_backward"], 1),
+        rec = {"arm": label, "micro_batch": trainer.cfg.micro_batch,
+               "micro_batch_tokens": trainer.cfg.micro_batch_tokens, "s_grade": round(row["s_grade"], 2),
+               "s_backward": round(row["s_backward"], 1),
                "s_optimizer": round(row["s_optimizer"], 2),
                "peak_gib": peak_gib(dev), "frout": None if row["frout"] != row["frout"] else round(row["frout"], 3)}
         rec["update_s"] = round(g["s_generate"] + rec["s_grade"] + rec["s_backward"] + rec["s_optimizer"], 1)
@@ -210,13 +225,14 @@ def main():
             rec["update_with_refresh_s"] = round(rec["update_s"] + report["direction_s"] / cfg.refresh_every, 1)
         report["arms"].append(rec)
         log(label, rec); write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
-    for base in [r for r in report["arms"] if r["arm"].startswith("vanilla")][:2]:
+    is_base = lambda r: r["arm"].split(",")[0] == "vanilla"                # vanilla at the preset's micro-batch
+    for base in [r for r in report["arms"] if is_base(r)][:2]:
         for r in report["arms"]:
-            if not r["arm"].startswith("vanilla"):
+            if not is_base(r):
+                refresh = (f" (with the refresh {r['update_with_refresh_s'] / base['update_s'] - 1:+.1%})"
+                           if "update_with_refresh_s" in r else "")
                 r["vs_vanilla"] = "; ".join(filter(None, [
-                    r.get("vs_vanilla"),
-                    f"update {r['update_s'] / base['update_s'] - 1:+.1%} "
-                    f"(with the refresh {r['update_with_refresh_s'] / base['update_s'] - 1:+.1%}), "
+                    r.get("vs_vanilla"), f"update {r['update_s'] / base['update_s'] - 1:+.1%}{refresh}, "
                     f"loss+backward {r['s_backward'] / base['s_backward'] - 1:+.1%} vs {base['arm']}"]))
     # last: the profiler slows the steps after it
     if a.profile:
