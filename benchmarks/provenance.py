@@ -21,14 +21,15 @@ def git(*args: str) -> str:
 
 def source() -> dict:
     ("The commit HEAD names and whether the working tree differs from it (any tracked change or untracked file). "
-     "Outside a git checkout (a copy of the tree on a GPU host), the commit the copy was made from if the launcher "
-     "put it in GQ_COMMIT, else None, with a warning; dirty then None (unknown).")
+     "A launcher that copied the tree elsewhere (a GPU host) names the commit it copied in GQ_COMMIT, which wins: a "
+     "copy's own .git can be stale (one named a commit two behind the tree it ran). Outside a git checkout without "
+     "GQ_COMMIT: None, with a warning. Dirty is None (unknown) whenever the commit is GQ_COMMIT's.")
+    if os.environ.get("GQ_COMMIT"): return {"commit": os.environ["GQ_COMMIT"], "dirty": None}
     try: return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
     except (OSError, subprocess.CalledProcessError) as e:
-        commit = os.environ.get("GQ_COMMIT")
-        if not commit: print(f"provenance: {ROOT} is no git checkout ({e}) and GQ_COMMIT is unset: the results record "
-                             "commit None", file=sys.stderr)
-        return {"commit": commit, "dirty": None}
+        print(f"provenance: {ROOT} is no git checkout ({e}) and GQ_COMMIT is unset: the results record commit None",
+              file=sys.stderr)
+        return {"commit": None, "dirty": None}
 
 def cpu_model() -> str:
     "The CPU's model name (/proc/cpuinfo on Linux)."
