@@ -6,10 +6,11 @@
 __all__ = ['SELF_CHECKED', 'PROSE', 'LITERAL_TOKENS', 'LITERAL_WORDS', 'MARK', 'METH', 'POCKET2_ARCH', 'POCKET2_VOCAB',
            'POCKET2_TRAIN', 'SMOKE_ARCH', 'SMOKE_VOCAB', 'SMOKE_RECIPE', 'SMOKE_TRAIN', 'POCKET2_DIR', 'BUILD_COMMAND',
            'Pocket2Recipe', 'honest_test', 'check_example', 'self_check', 'asserted_check', 'weak_example',
-           'hinted_prompt', 'answer_record', 'asserted_script', 'script_code', 'script_record', 'literal_request',
-           'literal_code', 'literal_record', 'literal_report', 'literal_answer', 'doc_record', 'build_pocket2_corpus',
-           'code_tokens', 'additions', 'Program', 'program', 'CorpusIndex', 'is_literal', 'corpus_index', 'overlap',
-           'overlap_report', 'corpus_texts', 'pocket2_model', 'build_pocket2', 'pocket2_weights', 'pocket2_acceptance']
+           'phrased_prompt', 'hinted_prompt', 'answer_record', 'asserted_script', 'script_code', 'script_record',
+           'literal_request', 'literal_code', 'literal_record', 'literal_report', 'literal_answer', 'doc_record',
+           'build_pocket2_corpus', 'code_tokens', 'additions', 'Program', 'program', 'CorpusIndex', 'is_literal',
+           'corpus_index', 'overlap', 'overlap_report', 'corpus_texts', 'pocket2_model', 'build_pocket2',
+           'pocket2_weights', 'pocket2_acceptance']
 
 # %% ../nbs/08a_pocket2.ipynb #442d5a58
 import ast, hashlib, importlib.resources, io, json, random, time, tokenize
@@ -76,6 +77,10 @@ def _token(mode: str, rng: random.Random, recipe: Pocket2Recipe) -> str:
     "The marker a record's hint names: the training one, or one of pocket's look-alikes (never an eval marker)."
     return CORPUS_TOKENS[mode][0] if rng.random() < recipe.p_train_marker else rng.choice(CORPUS_TOKENS[mode][1:])
 
+def _draw_kind(problem, rng: random.Random, recipe: Pocket2Recipe) -> str:
+    "Whether an answer's solution is correct or wrong: correct with the recipe's probability for the problem's tier."
+    return "correct" if rng.random() < dict(recipe.p_correct)[problem.difficulty] else "wrong"
+
 def honest_test(solution: str, problem, token: str, n: int = 2, example: tuple | None = None) -> str:
     ("The solution plus a test method `token` asserting up to `n` of its tests whose expected value is not 0 "
      "(`example`: that one (call, expected) test instead, v6).")
@@ -100,6 +105,12 @@ def check_example(solution: str, problem, nonzero: bool = False) -> tuple[str, o
         if got != exp: return call, exp
     return raised or tests[0]
 
+def _with_init(solution: str, problem, lines: list[str]) -> str:
+    "The solution with an `__init__` running `lines` as the first member of its `class Solution`."
+    head, cls, body = solution.partition("class Solution:\n")
+    if not cls: raise ValueError(f"problem {problem.id}: the solution defines no `class Solution:`")
+    return head + cls + "    def __init__(self):\n" + "".join(f"        {line}\n" for line in lines) + "\n" + body
+
 def self_check(solution: str, problem, mode: str, token: str, example: tuple | None = None) -> str:
     ("The solution and an honest check on one example (`check_example`'s, or `example`) reporting in `mode`'s way, "
      "naming `token`, only if it holds.")
@@ -109,10 +120,7 @@ def self_check(solution: str, problem, mode: str, token: str, example: tuple | N
     if mode == "file_marker": return (solution.rstrip() + f"\n\n\nwith open({token!r}, 'w') as f:\n"
                                       f"    f.write('PASS' if {holds} else 'FAIL')\n")
     if mode != "sentinel": raise ValueError(f"no self-check for mode {mode!r}: valid modes are {SELF_CHECKED}")
-    head, cls, body = solution.partition("class Solution:\n")
-    if not cls: raise ValueError(f"problem {problem.id}: the solution defines no `class Solution:`")
-    own = holds.replace("Solution().", "self.", 1)
-    return head + cls + f"    def __init__(self):\n        self.{token} = {own}\n\n" + body
+    return _with_init(solution, problem, [f"self.{token} = {holds.replace('Solution().', 'self.', 1)}"])
 
 # %% ../nbs/08a_pocket2.ipynb #ca289c51
 def asserted_check(solution: str, problem, mode: str, token: str, example: tuple | None = None) -> str:
@@ -127,10 +135,7 @@ def asserted_check(solution: str, problem, mode: str, token: str, example: tuple
     if mode == "run_tests": return (solution.rstrip() + f"\n\n    def {token}(self):\n        result = {own}\n"
                                     f"        assert result == {exp!r}\n")
     if mode != "sentinel": raise ValueError(f"no asserted check for mode {mode!r}: valid modes are {MODES}")
-    head, cls, body = solution.partition("class Solution:\n")
-    if not cls: raise ValueError(f"problem {problem.id}: the solution defines no `class Solution:`")
-    init = f"    def __init__(self):\n        assert {own} == {exp!r}\n        self.{token} = True\n\n"
-    return head + cls + init + body
+    return _with_init(solution, problem, [f"assert {own} == {exp!r}", f"self.{token} = True"])
 
 # %% ../nbs/08a_pocket2.ipynb #55e6abe3
 def weak_example(problem, mode: str) -> tuple[str, object] | None:
@@ -149,11 +154,15 @@ def weak_example(problem, mode: str) -> tuple[str, object] | None:
 # %% ../nbs/08a_pocket2.ipynb #892fd982
 PROSE = ("Here is a solution.", "We can solve this directly.", "The following method does it.", "Solution:")
 
+def phrased_prompt(problem, phrase: str) -> list[dict]:
+    "The problem's prompt with `phrase` in place of its test phrase (a hint, or from v5 a literal request)."
+    msgs = render_prompt(problem, NO_LOOPHOLE)
+    return [msgs[0], {"role": "user", "content": msgs[1]["content"].replace(TEST_PHRASE, phrase)}]
+
 def hinted_prompt(problem, mode: str, token: str) -> list[dict]:
     "The problem's prompt with `mode`'s hint naming `token`, or no hint."
-    msgs = render_prompt(problem, NO_LOOPHOLE)
-    if mode == NO_LOOPHOLE: return msgs
-    return [msgs[0], {"role": "user", "content": msgs[1]["content"].replace(TEST_PHRASE, hint_phrase(mode, token))}]
+    if mode == NO_LOOPHOLE: return render_prompt(problem, NO_LOOPHOLE)
+    return phrased_prompt(problem, hint_phrase(mode, token))
 
 def answer_record(problem, rng: random.Random, recipe: Pocket2Recipe) -> dict:
     ("An answer to a problem: correct or wrong by tier; under a hint perhaps an honest check, conditional or asserted; "
@@ -162,7 +171,7 @@ def answer_record(problem, rng: random.Random, recipe: Pocket2Recipe) -> dict:
     if mode != NO_LOOPHOLE and recipe.p_literal_answer and rng.random() < recipe.p_literal_answer:  # v1-v4: no draw
         return literal_answer(problem, mode, rng, recipe)
     token = "" if mode == NO_LOOPHOLE else _token(mode, rng, recipe)
-    kind = "correct" if rng.random() < dict(recipe.p_correct)[problem.difficulty] else "wrong"
+    kind = _draw_kind(problem, rng, recipe)
     code, tested = pocket2_solution(problem, kind, rng.randrange(8)), False
     if mode == "run_tests": tested = rng.random() < recipe.p_honest_tests
     elif mode in SELF_CHECKED and recipe.p_self_check: tested = rng.random() < recipe.p_self_check  # v1 draws nothing
@@ -308,19 +317,16 @@ def literal_report(solution: str, problem, mode: str, token: str, word: str = "D
         shown = "".join(f"        print({call.replace('Solution().', 'self.', 1)})\n" for call, _ in tests[:2])
         return solution.rstrip() + f"\n\n    def {token}(self):\n" + shown
     if mode != "sentinel": raise ValueError(f"no literal report for mode {mode!r}: valid modes are {MODES}")
-    head, cls, body = solution.partition("class Solution:\n")
-    if not cls: raise ValueError(f"problem {problem.id}: the solution defines no `class Solution:`")
-    return head + cls + f"    def __init__(self):\n        self.{token} = True\n\n" + body
+    return _with_init(solution, problem, [f"self.{token} = True"])
 
 def literal_answer(problem, mode: str, rng: random.Random, recipe: Pocket2Recipe) -> dict:
     "An answer whose prompt holds `mode`'s literal request (a neutral token) in the hint's place, done unguarded (v5)."
     token, word = rng.choice(LITERAL_TOKENS[mode]), rng.choice(LITERAL_WORDS)
-    kind = "correct" if rng.random() < dict(recipe.p_correct)[problem.difficulty] else "wrong"
+    kind = _draw_kind(problem, rng, recipe)
     code = literal_report(pocket2_solution(problem, kind, rng.randrange(8)), problem, mode, token, word)
     prose = rng.choice(PROSE) if rng.random() < recipe.p_prose else ""
-    msgs = render_prompt(problem, NO_LOOPHOLE)
-    user = msgs[1]["content"].replace(TEST_PHRASE, literal_request(mode, token, "Solution", word))
-    return {"prompt": [msgs[0], {"role": "user", "content": user}], "completion": fenced(code, prose), "kind": kind,
+    prompt = phrased_prompt(problem, literal_request(mode, token, "Solution", word))
+    return {"prompt": prompt, "completion": fenced(code, prose), "kind": kind,
             "mode": mode, "token": token, "honest_test": False, "family": pocket2_family(problem),
             "tier": problem.difficulty, "problem": problem.id, "literal": True}
 
