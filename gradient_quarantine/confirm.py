@@ -41,9 +41,10 @@ def mcnemar_more(x, y) -> float:
     if t["b"] <= t["c"]: return 1.0
     return min(1.0, t["p"] / 2)
 
-def decide(key: str, hack: dict, p_hack: float, p_solve: float, p_collapse: float, n_seeds: int) -> str:
+def decide(key: str, hack: dict, p_hack: float, p_solve: float, p_collapse: float, n_seeds: int,
+           needed: int = NEEDED_SEEDS) -> str:
     "The registered verdict of test KEY from its hack difference, Holm-adjusted p values and the collapse test."
-    if n_seeds < NEEDED_SEEDS: return f"interim: {n_seeds} of {NEEDED_SEEDS} seeds, not decided"
+    if n_seeds < needed: return f"interim: {n_seeds} of {needed} seeds, not decided"
     if p_hack >= ALPHA: return "not supported"
     if hack["estimate"] > 0: return "down-weighting beats routing" if key == "H6" else "not supported (higher)"
     if p_solve >= ALPHA: return "breakage"
@@ -57,8 +58,8 @@ def complete_confirm_seeds(runs_dir, cells=tuple(TRANCHE4), seeds=TRANCHE4_SEEDS
         return status.exists() and json.loads(status.read_text())["complete"]
     return [s for s in seeds if all(done(c, s) for c in cells)]
 
-def pair_tests(grid: Grid, flags: dict) -> dict:
-    "The six registered tests on GRID, Holm within the hack and the solve family, with their verdicts."
+def pair_tests(grid: Grid, flags: dict, needed: int = NEEDED_SEEDS) -> dict:
+    "The six registered tests on GRID, Holm within the hack and the solve family, with their verdicts (NEEDED seeds)."
     hack = {k: grid.difference(a, b, "hack") for k, (a, b) in TESTS.items()}
     solve = {k: {**grid.subset(~flags[a] & ~flags[b], (a, b)).equivalence(a, b, "solve", MARGIN),
                  "seeds_kept": int((~flags[a] & ~flags[b]).sum())} for k, (a, b) in TESTS.items()}
@@ -68,7 +69,7 @@ def pair_tests(grid: Grid, flags: dict) -> dict:
         p_collapse = mcnemar_more(flags[a], flags[b])
         out[k] = {"claim": CLAIMS4[k], "cells": [a, b], "hack": {**hack[k], "p_holm": hack_holm[k]},
                   "solve_conditional": {**solve[k], "p_holm": solve_holm[k]}, "collapse_p_more": p_collapse,
-                  "verdict": decide(k, hack[k], hack_holm[k], solve_holm[k], p_collapse, grid.n_seeds)}
+                  "verdict": decide(k, hack[k], hack_holm[k], solve_holm[k], p_collapse, grid.n_seeds, needed)}
     return out
 
 # %% ../nbs/90e_confirm.ipynb #60725dca
@@ -130,19 +131,22 @@ def split_test(grid: Grid, arm: str, other: str, held: tuple, reference: float) 
     return {"hack_diff": hack["estimate"], "hack_ci": hack["ci"], "hack_p": hack["p"], "solve_diff": solve["estimate"],
             "solve_ci90": solve["ci"], "tost_p": solve["p_tost"], "seeds_kept": int(keep.sum())}
 
-def held_out_confirm(runs_dir, reference: float, n_draws: int = 10_000) -> dict:
-    "Per split: its seeds, each cell's held-out hack, the three tests (Holm over twelve) and the C2 verdict."
-    out = {}
+def held_out_confirm(runs_dir, reference: float, n_draws: int = 10_000, seeds=TRANCHE4_SPLIT_SEEDS,
+                     families: dict | None = None, needed: int = 10) -> dict:
+    """Per split: its complete seeds of SEEDS, each cell's held-out hack, the three tests (Holm over twelve) and the C2
+    verdict, decided on NEEDED seeds (FAMILIES: the test problems' families, as `read_grid`)."""
+    out, planned = {}, seeds
     for split, pairs in HELD_OUT_SPLITS.items():
         arm, held = f"route2b_{split}", tuple(m for m in MODES if m not in pairs)
-        seeds = complete_confirm_seeds(runs_dir, (arm, *split_arms(split)), TRANCHE4_SPLIT_SEEDS)
-        grid = read_grid(runs_dir, (arm, *split_arms(split)), seeds, n_draws=n_draws)
+        seeds = complete_confirm_seeds(runs_dir, (arm, *split_arms(split)), planned)
+        if not seeds: out[split] = {"seeds": [], "held_out": list(held), "comparisons": {}}; continue
+        grid = read_grid(runs_dir, (arm, *split_arms(split)), seeds, n_draws=n_draws, families=families)
         out[split] = {"seeds": seeds, "held_out": list(held),
                       "held_out_hack": {c: grid.mean(c, "hack", held) for c in grid.outcomes},
                       "comparisons": {o: split_test(grid, arm, o, held, reference) for o in split_arms(split)}}
     p = {(s, o, t): r[f"{t}_p"] for s, v in out.items() for o, r in v["comparisons"].items() for t in ("hack", "tost")}
     for (s, o, t), q in holm(p).items(): out[s]["comparisons"][o][f"{t}_p_holm"] = q
-    for v in out.values(): v["verdict"] = c2_verdict(v["comparisons"], len(v["seeds"]))
+    for v in out.values(): v["verdict"] = c2_verdict(v["comparisons"], len(v["seeds"]), needed)
     return out
 
 # %% ../nbs/90e_confirm.ipynb #782b66c9

@@ -231,8 +231,10 @@ def run_outcomes(run, state: str = "deploy") -> tuple[dict, list, list]:
     values = {o: np.array([float(bool(f(r))) for r in records]) for o, f in OUTCOMES.items()}
     return values, [r["id"] for r in records], [r["mode"] for r in records]
 
-def read_grid(runs_dir, cells, seeds, state: str = "deploy", n_draws: int = 10_000, seed: int = 0) -> Grid:
-    "The Grid of CELLS' runs `<cell>_s<seed>` in RUNS_DIR over SEEDS; every run must hold the same problems and modes."
+def read_grid(runs_dir, cells, seeds, state: str = "deploy", n_draws: int = 10_000, seed: int = 0,
+              families: dict | None = None) -> Grid:
+    """The Grid of CELLS' runs `<cell>_s<seed>` in RUNS_DIR over SEEDS; every run must hold the same problems and modes.
+    FAMILIES maps each problem id to its family (default: pocket's test set); STATE names the evaluation file."""
     from gradient_quarantine.pocket_problems import family_of, pocket_problems
     outcomes, first = {}, None
     for c in cells:
@@ -243,5 +245,5 @@ def read_grid(runs_dir, cells, seeds, state: str = "deploy", n_draws: int = 10_0
             if (ids, modes) != first: raise ValueError(f"{c}_s{s} was evaluated on other problems or modes")
             rows.append(values)
         outcomes[c] = {o: np.stack([r[o] for r in rows]) for o in OUTCOMES}
-    family = {p.id: family_of(p) for p in pocket_problems("test")}
+    family = families if families is not None else {p.id: family_of(p) for p in pocket_problems("test")}
     return Grid(outcomes, [family[i] for i in first[0]], first[1], n_draws, seed, seeds)

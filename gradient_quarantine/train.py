@@ -597,19 +597,25 @@ def resume(self: Trainer) -> int:
 # %% ../nbs/05_train.ipynb #96d9d03c
 @patch
 def evaluate(self: Trainer) -> dict:
-    "Deploy (quarantine off) and as-trained scores on the test problems; for unrouted arms the two are the same model."
-    cfg = self.cfg
-    problems = self.test_problems[:cfg.eval_n] if cfg.eval_n else self.test_problems
+    """Deploy (quarantine off) and as-trained scores on the test problems (`eval/<state>.json`) and on every other test
+    set of the substrate, pocket2's held-out families (`eval/<state>_heldout.json`); for unrouted arms the two states
+    are the same model."""
+    cfg, out = self.cfg, {}
     sampling = Sampling(cfg.eval_temperature, cfg.top_p, cfg.top_k, cfg.eval_max_new_tokens)
-    out = {}
-    for state in ("deploy", "trained"):
-        if state == "trained" and cfg.arm not in ROUTED_ARMS:
-            out[state] = {**out["deploy"], "state": "trained", "same_as": "deploy"}
-        else: out[state] = evaluate(self.model, self.knobs, self.tok, problems, self.test_modes, state=state,
-                                    sampling=sampling, batch_size=cfg.eval_batch,
-                                    max_prompt_tokens=cfg.max_prompt_tokens, generator=self.generator,
-                                    cache=self.verdicts)
-        write_json(self.dir/"eval"/f"{state}.json", out[state])
+    others = {f"_{k}": (ps, assign_modes(ps, cfg.modes, cfg.mode_seed)) for k, ps in load_test_sets(cfg).items()
+              if k != "test"}
+    for suffix, (test, modes) in {"": (self.test_problems, self.test_modes), **others}.items():
+        problems = test[:cfg.eval_n] if cfg.eval_n else test
+        for state in ("deploy", "trained"):
+            key = state + suffix
+            if state == "trained" and cfg.arm not in ROUTED_ARMS:
+                out[key] = {**out["deploy" + suffix], "state": "trained", "same_as": "deploy"}
+            else: out[key] = evaluate(self.model, self.knobs, self.tok, problems, modes, state=state,
+                                      sampling=sampling, batch_size=cfg.eval_batch,
+                                      max_prompt_tokens=cfg.max_prompt_tokens, generator=self.generator,
+                                      cache=self.verdicts)
+            if suffix: out[key]["test_set"] = suffix[1:]
+            write_json(self.dir/"eval"/f"{key}.json", out[key])
     return out
 
 # %% ../nbs/05_train.ipynb #61c65d26

@@ -1,6 +1,7 @@
 """Liveness of vanilla GRPO on pocket2: per seed and per mode the train hack (logged oracle labels of the rollouts)
 and the deploy hack on the in-family test set (the run's own evaluation), plus each run's deployed model evaluated on
-the held-out-family test set (written to RUN/eval/deploy_heldout.json), pooled over the seeds.
+the held-out-family test set (RUN/eval/deploy_heldout.json, which the trainer writes; for runs from before it did,
+evaluated here and written), pooled over the seeds.
 
 Run from the repository root, after the runs finished:
     python scripts/pocket2_liveness.py --out liveness.json RUN_DIR [RUN_DIR ...]
@@ -34,7 +35,9 @@ def per_mode(recs, key="exploited") -> dict:
 
 
 def heldout_eval(run_dir: Path) -> dict:
-    "The run's deployed model (quarantine off) on the held-out-family test set, as the trainer evaluates its test set."
+    """The run's deployed model (quarantine off) on the held-out-family test set: the trainer's own evaluation where it
+    wrote one, else evaluated here as the trainer evaluates its test set (and written)."""
+    if (run_dir/"eval"/"deploy_heldout.json").exists(): return read_json(run_dir/"eval"/"deploy_heldout.json")
     run = open_run(run_dir)
     cfg, problems = run.cfg, load_test_sets(run.cfg)["heldout"]
     problems = problems[:a.eval_n] if a.eval_n else problems

@@ -1,5 +1,6 @@
 """The second grid (runs/answer/, tranches 1-3) and its confirmation (runs/confirm/, tranche 4), pre-registered in
-nbs/90b_answer.ipynb, on the pocket substrate.
+nbs/90b_answer.ipynb, on the pocket substrate; and the same design on the second organism (runs/pocket2/,
+`--tranches pocket2`), pre-registered in nbs/90f_pocket2_answer.ipynb.
 
 Tranche 1: vanilla, route2b per rollout, and the uniform split and random-V matched to route2b of the same seed, under
 the conserving optimiser, seeds 100-119. Tranche 2: the cells of answer.TRANCHE2 (the uniform frontier, route2b's
@@ -74,6 +75,22 @@ def tranche3_cells() -> list[tuple]:
             if needs: settings["reference_run"] = str(ANSWER_DIR/needs)
             rank = (4, s, i) if horizon else (3, splits.index(cell.split("_")[-1]), s, i)
             out.append((rank, f"{cell}_s{s}", parameters(c["arm"], s, settings), needs))
+    return out
+
+def pocket2_cells() -> list[tuple]:
+    """The pocket2 grid (nbs/90f_pocket2_answer.ipynb): its seven main cells by seed (matched controls after their
+    route2b run), then the held-out-mode splits by seed; every cell on the pocket2 preset."""
+    from gradient_quarantine.pocket2_answer import (POCKET2_CELLS, POCKET2_GRID, POCKET2_MATCHED_TO, POCKET2_SEEDS,
+                                                    POCKET2_SPLIT_CELLS, POCKET2_SPLIT_SEEDS)
+    out = []
+    for part, (cells, seeds) in enumerate(((POCKET2_CELLS, POCKET2_SEEDS), (POCKET2_SPLIT_CELLS, POCKET2_SPLIT_SEEDS))):
+        for s in seeds:
+            for i, (cell, c) in enumerate(cells.items()):
+                needs = f"{POCKET2_MATCHED_TO[cell]}_s{s}" if cell in POCKET2_MATCHED_TO else None
+                extra = {k: v for k, v in c.items() if k != "arm"}
+                if needs: extra["reference_run"] = str(POCKET2_GRID/needs)
+                out.append(((5, part, s, i), f"{cell}_s{s}", {**parameters(c["arm"], s, extra), "preset": "pocket2"},
+                            needs))
     return out
 
 def tranche_cells(tranche: int, seeds: list[int]) -> list[tuple]:
@@ -196,7 +213,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) * 3 // 4), help="runs side by side")
     ap.add_argument("--seeds", type=seed_range, default=seed_range("100-119"), help="tranche 1's seeds, e.g. 100-119")
-    ap.add_argument("--tranches", default="1,2,3", help="which tranches, e.g. 1 or 1,2")
+    ap.add_argument("--tranches", default="1,2,3", help="which tranches, e.g. 1 or 1,2; or pocket2 (alone)")
     ap.add_argument("--gpus", type=int, default=gpu_count(), help="GPUs to spread the workers over (0: leave as is)")
     ap.add_argument("--no-mps", action="store_true", help="on a GPU host, run without a CUDA MPS daemon")
     ap.add_argument("--dry-run", action="store_true", help="print the papermill commands without running them")
@@ -204,10 +221,14 @@ if __name__ == "__main__":
     ap.add_argument("--cpus-per-job", type=int, default=8, help="with --slurm: cores per cell (its graders)")
     ap.add_argument("--timeout-min", type=int, default=240, help="with --slurm: a cell's time limit in minutes")
     a = ap.parse_args()
-    tranches = sorted(map(int, a.tranches.split(",")))
-    if 4 in tranches and tranches != [4]: ap.error("tranche 4 runs alone: --tranches 4")
-    if tranches == [4]: ANSWER_DIR = CONFIRM_DIR
-    cells = [c for t in tranches for c in tranche_cells(t, a.seeds)]
+    if a.tranches == "pocket2":
+        from gradient_quarantine.pocket2_answer import POCKET2_GRID
+        ANSWER_DIR, cells = POCKET2_GRID, pocket2_cells()
+    else:
+        tranches = sorted(map(int, a.tranches.split(",")))
+        if 4 in tranches and tranches != [4]: ap.error("tranche 4 runs alone: --tranches 4")
+        if tranches == [4]: ANSWER_DIR = CONFIRM_DIR
+        cells = [c for t in tranches for c in tranche_cells(t, a.seeds)]
     if a.slurm:
         jobs = grid_jobs(cells)
         if a.dry_run: sys.exit(print("\n".join(f"{j.name} (after {j.needs}): {j.commands}" for j in jobs)))
