@@ -8,7 +8,11 @@ the runs the --rollouts patterns name (from the snapshot's rollouts_N.tar.gz fil
 record (<grid>.json or answer.json) is replaced by the snapshot's, which holds every process's cells. A run that is
 already committed is left alone unless its files differ, which is an error: a complete run never changes.
 
-Usage: python scripts/grid_unpack.py runs/answer STATE_TAR_GZ [ROLLOUTS_TAR_GZ ...] [--rollouts 'route2b_*' ...]
+A run that finished between two calls has files in both calls' snapshots, so every call's state.tar.gz is passed, in
+order, in one command; a complete run that still lacks its config, metrics, status or deploy evaluation is an error.
+
+Usage: python scripts/grid_unpack.py runs/answer STATE_TAR_GZ [STATE_TAR_GZ ...] [ROLLOUTS_TAR_GZ ...] \
+           [--rollouts 'route2b_*' ...]
 """
 import argparse, fnmatch, gzip, json, tarfile
 from pathlib import Path
@@ -50,6 +54,10 @@ def unpack(tars: list[Path], grid: Path, rollouts: list[str]) -> tuple[int, int]
                 raise SystemExit(f"{path} is committed with other contents: a complete run never changes")
             same += 1; continue
         path.parent.mkdir(parents=True, exist_ok=True); path.write_bytes(out); added += not record
+    lacking = {run: [f for f in (*KEPT, "eval/deploy.json.gz") if not (grid/run/f).exists()] for run in complete}
+    lacking = {run: fs for run, fs in lacking.items() if fs}
+    if lacking: raise SystemExit(f"complete runs lack files, {lacking}: a run that finished between two calls has its "
+                                 "files in both snapshots; pass every call's state.tar.gz, in order, in one command")
     return added, same
 
 if __name__ == "__main__":
