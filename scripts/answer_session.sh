@@ -8,6 +8,10 @@
 # unpack every call's state.tar.gz, in order (scripts/grid_unpack.py).
 # Usage, from the repository root on the device:
 #   [JOBS=24] [GRID=runs/confirm TRANCHES=4 SNAP=.confirmsnap] bash scripts/answer_session.sh 540
+# The pocket2 grid (nbs/90f_pocket2_answer.ipynb), 12 side by side on one H200 (about 5.5 runs a minute), with what the
+# call does not need set aside here first so that the tree stays under 64 MiB (scripts/device_aside.sh aside, then
+# back after the call; unpack every call's state.tar.gz in one command):
+#   JOBS=12 GRID=runs/pocket2 TRANCHES=pocket2 SNAP=.pocket2snap bash scripts/answer_session.sh 540
 # (JOBS: runs side by side, spread over the GPUs that nvidia-smi lists)
 set -u
 secs=${1:-540}
