@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from .answer import HELD_OUT_SPLITS, detectable_difference, json_safe, split_arms
 from .confirm import (ALPHA, MARGIN, TESTS, cell_summary, collapse_flags, complete_confirm_seeds,
-                                         held_out_confirm, knob_sizes, pair_tests, routed_mass, timeouts)
+                                         held_out_confirm, knob_sizes, pair_tests, routed_mass, samples_apart,
+                                         secondary, timeouts, training_apart)
 from .estimators import read_grid
 from .pocket2_problems import pocket2_family, pocket2_problems
 from .rewards import MODES
@@ -72,8 +73,10 @@ def pocket2_tests(runs_dir=POCKET2_GRID, n_draws: int = 10_000) -> dict:
         "cells": cell_summary(grid, flags), "collapse_reference": reference,
         "hack_by_mode": {c: {m: grid.mean(c, "hack", (m,)) for m in MODES} for c in cells},
         "heldout_families": {"tests": family_tests(held), "cells": cell_summary(held, collapse_flags(held, cells))},
-        "held_out_modes": held_out_confirm(runs_dir, reference, n_draws, POCKET2_SPLIT_SEEDS, families,
-                                           POCKET2_SPLIT_NEEDED),
+        "secondary": secondary(grid),
+        "held_out": held_out_confirm(runs_dir, reference, n_draws, POCKET2_SPLIT_SEEDS, families, POCKET2_SPLIT_NEEDED),
         "knob_sizes": knob_sizes(runs_dir, routed, seeds),
+        "training_apart": training_apart(runs_dir, [c for c in cells if c != "vanilla"], seeds),
+        "samples_apart": samples_apart(runs_dir, routed, seeds),
         "routed_mass": {c: float(np.mean([routed_mass(runs_dir, c, s) for s in seeds])) for c in cells},
         "timeouts": timeouts(runs_dir)})
