@@ -21,7 +21,7 @@ case ${1:-} in
     done
     bytes=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } \
              | { xargs -0 -r stat -c %s 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}')   # set aside: gone
-    carried=$(du -sb .whl .debs 2>/dev/null | awk '{s += $1} END {print s + 0}')
+    carried=$( { du -sb .whl .debs 2>/dev/null || true; } | awk '{s += $1} END {print s + 0}')   # absent: 0
     echo "set aside ${#paths[@]} paths in $stash; the tree travels $(( (bytes + carried) / 1048576 )) MiB" \
          "with .whl and .debs (limit 64)"
     ;;
