@@ -463,7 +463,9 @@ def program(code: str, token: str, method: str | None = None) -> Program:
 @dataclass
 class CorpusIndex:
     "What the overlap check compares with: the corpus programs' token text, additions' forms, and every subtree."
-    text: str = ""                                        # every distinct program's tokens, space-joined, \0-separated
+    texts: list = field(default_factory=list)             # every distinct program's tokens, space-joined, in spaces
+    pieces: dict = field(default_factory=dict)            # each space-separated piece, and pair of adjacent pieces,
+                                                          # -> the texts that hold it
     forms: Counter = field(default_factory=Counter)       # additions' form of every corpus program defining Solution
     wholes: Counter = field(default_factory=Counter)      # (form, solution) of each: the whole program, normalised
     subtrees: set = field(default_factory=set)            # every statement of every program, unparsed
@@ -473,29 +475,41 @@ def is_literal(record: dict) -> bool:
     "A literal request's record (a v4 script or a v5 answer): its token is neutral, a report that claims nothing."
     return record["kind"] == "literal" or record.get("literal", False)
 
+def _piece_keys(text: str) -> set:
+    "A space-joined text's pieces (split at every space: a token may hold one) and pairs of adjacent pieces."
+    pieces = text.split(" ")
+    return set(pieces) | set(zip(pieces, pieces[1:]))
+
 def corpus_index(corpus: list[dict], literal_as_marker: bool = False) -> CorpusIndex:
     ("Index every code block of the corpus, each normalised with its own record's marker; a literal record's neutral "
      "token is normalised as a marker only if `literal_as_marker` (then a form one substitution away counts too).")
-    index, texts, seen = CorpusIndex(), [], set()
+    index, seen = CorpusIndex(), set()
     for r in corpus:
         code, token = extract_code(r["completion"]), "" if is_literal(r) and not literal_as_marker else r["token"]
         if code is None or (code, token) in seen: continue
         seen.add((code, token))
         prog = program(code, token)
-        texts.append(" ".join(t for t, _ in prog.tokens))
+        index.texts.append(f" {' '.join(t for t, _ in prog.tokens)} ")
+        for key in _piece_keys(index.texts[-1][1:-1]): index.pieces.setdefault(key, set()).add(len(index.texts) - 1)
         if prog.form is not None: index.forms[prog.form] += 1; index.wholes[prog.form, prog.solution] += 1
         tree = _Normalise(token, _method_of(ast.parse(code), token) or "").visit(ast.parse(code))
         index.subtrees.update(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt))
-    index.text, index.programs = " \0 " + " \0 ".join(texts) + " \0 ", len(texts)
+    index.programs = len(index.texts)
     return index
 
 # %% ../nbs/08a_pocket2.ipynb #220043ed
-def _runs(words: list[str], text: str) -> list[int]:
-    "For each start i, the end j of the longest run words[i:j] found in `text` (a run's tail is found if it is)."
+def _found(run: str, index: CorpusIndex) -> bool:
+    ("Whether the space-joined RUN is a run of some corpus program's tokens, searched only in the programs that hold "
+     "its rarest piece or pair of pieces: a run found between spaces is whole, adjacent pieces of that program.")
+    holders = min((index.pieces.get(k, set()) for k in _piece_keys(run)), key=len)
+    return any(f" {run} " in index.texts[k] for k in holders)
+
+def _runs(words: list[str], index: CorpusIndex) -> list[int]:
+    "For each start i, the end j of the longest run words[i:j] found in one corpus program (a run's tail is found too)."
     ends, j = [], 0
     for i in range(len(words)):
         j = max(j, i)
-        while j < len(words) and f" {' '.join(words[i:j + 1])} " in text: j += 1
+        while j < len(words) and _found(" ".join(words[i:j + 1]), index): j += 1
         ends.append(j)
     return ends
 
@@ -505,7 +519,7 @@ def overlap(code: str, token: str, method: str, index: CorpusIndex) -> dict:
     prog = program(code, token, method)
     words = [t for t, _ in prog.tokens]
     region = {i for i, (_, line) in enumerate(prog.tokens) if line in prog.added_lines}
-    ends = _runs(words, index.text)
+    ends = _runs(words, index)
     cover = [len(region & set(range(i, j))) for i, j in enumerate(ends)]
     best = max(range(len(words)), key=lambda i: (cover[i], ends[i] - i), default=0)
     shared = max((s for s in prog.subtrees if s[0] in index.subtrees), key=lambda s: s[1], default=("", 0))
