@@ -12,7 +12,7 @@ __all__ = ['POCKET2_GRID', 'POCKET2_CELLS', 'POCKET2_SPLIT_CELLS', 'POCKET2_MATC
 import json
 from pathlib import Path
 import numpy as np
-from .answer import HELD_OUT_SPLITS, detectable_difference, json_safe, split_arms
+from .answer import HELD_OUT_SPLITS, detectable_difference, holm, json_safe, split_arms
 from .confirm import (ALPHA, MARGIN, TESTS, cell_summary, collapse_flags, complete_confirm_seeds,
                                          held_out_confirm, knob_sizes, pair_tests, routed_mass, samples_apart,
                                          secondary, timeouts, training_apart)
@@ -52,7 +52,6 @@ def pocket2_families() -> dict:
 
 def family_tests(grid) -> dict:
     "The six hack differences on GRID (the held-out families), Holm over the six; descriptive, no verdict."
-    from gradient_quarantine.answer import holm
     hack = {k: grid.difference(a, b, "hack") for k, (a, b) in TESTS.items()}
     adjusted = holm({k: t["p"] for k, t in hack.items()})
     return {k: {"cells": list(TESTS[k]), **t, "p_holm": adjusted[k]} for k, t in hack.items()}
