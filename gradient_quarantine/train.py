@@ -5,11 +5,11 @@ without it), checkpoints, resumes, and evaluates the deployed and as-trained mod
 
 # %% auto #0
 __all__ = ['SMOKE_ANSWERS', 'LABEL_FIELDS', 'MIN_FREE_BYTES', 'ROLLOUT_LOG_BYTES', 'DIRECTION_ARMS', 'GATE_STATS',
-           'CONFIRM_RESULTS', 'load_substrate', 'load_test_sets', 'substrate_family', 'load_run_pairs', 'smoke_policy',
-           'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts', 'reference_frout', 'NonFiniteLoss',
-           'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch', 'rollout_records', 'knob_magnitudes',
-           'rng_states', 'progress_line', 'update_line', 'run_summary', 'yardstick', 'training_figure', 'knob_figure',
-           'open_run', 'main']
+           'CONFIRM_RESULTS', 'load_substrate', 'extra_test_sets', 'load_test_sets', 'substrate_family',
+           'load_run_pairs', 'smoke_policy', 'load_policy', 'group_advantages', 'grpo_token_loss', 'grade_rollouts',
+           'reference_frout', 'NonFiniteLoss', 'Trainer', 'Grades', 'Rollouts', 'graded_groups', 'next_micro_batch',
+           'rollout_records', 'knob_magnitudes', 'rng_states', 'progress_line', 'update_line', 'run_summary',
+           'yardstick', 'training_figure', 'knob_figure', 'open_run', 'main']
 
 # %% ../nbs/05_train.ipynb #5179c043
 import dataclasses, functools, hashlib, math, os, random, shutil, sys, tempfile, time
@@ -56,11 +56,13 @@ def load_substrate(cfg: Config):
     if cfg.substrate == "pocket2": return pocket2_problems("train", seed=0), pocket2_problems("test")
     return load_leetcode("train"), load_leetcode("test")
 
+def extra_test_sets(cfg: Config) -> dict:
+    "The substrate's test sets beside its test problems, by label: for pocket2 'heldout' (families never trained on)."
+    return {"heldout": pocket2_problems("heldout")} if cfg.substrate == "pocket2" else {}
+
 def load_test_sets(cfg: Config) -> dict:
     "Every test set of the substrate by label: 'test', and for pocket2 also 'heldout' (families never trained on)."
-    sets = {"test": load_substrate(cfg)[1]}
-    if cfg.substrate == "pocket2": sets["heldout"] = pocket2_problems("heldout")
-    return sets
+    return {"test": load_substrate(cfg)[1], **extra_test_sets(cfg)}
 
 def substrate_family(cfg: Config):
     "The function naming a problem's family (for per-family bootstraps): pocket's or pocket2's; others have none."
@@ -602,8 +604,7 @@ def evaluate(self: Trainer) -> dict:
     are the same model."""
     cfg, out = self.cfg, {}
     sampling = Sampling(cfg.eval_temperature, cfg.top_p, cfg.top_k, cfg.eval_max_new_tokens)
-    others = {f"_{k}": (ps, assign_modes(ps, cfg.modes, cfg.mode_seed)) for k, ps in load_test_sets(cfg).items()
-              if k != "test"}
+    others = {f"_{k}": (ps, assign_modes(ps, cfg.modes, cfg.mode_seed)) for k, ps in extra_test_sets(cfg).items()}
     for suffix, (test, modes) in {"": (self.test_problems, self.test_modes), **others}.items():
         problems = test[:cfg.eval_n] if cfg.eval_n else test
         for state in ("deploy", "trained"):
