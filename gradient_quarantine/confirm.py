@@ -135,13 +135,13 @@ def held_out_confirm(runs_dir, reference: float, n_draws: int = 10_000, seeds=TR
                      families: dict | None = None, needed: int = 10) -> dict:
     """Per split: its complete seeds of SEEDS, each cell's held-out hack, the three tests (Holm over twelve) and the C2
     verdict, decided on NEEDED seeds (FAMILIES: the test problems' families, as `read_grid`)."""
-    out, planned = {}, seeds
+    out = {}
     for split, pairs in HELD_OUT_SPLITS.items():
         arm, held = f"route2b_{split}", tuple(m for m in MODES if m not in pairs)
-        seeds = complete_confirm_seeds(runs_dir, (arm, *split_arms(split)), planned)
-        if not seeds: out[split] = {"seeds": [], "held_out": list(held), "comparisons": {}}; continue
-        grid = read_grid(runs_dir, (arm, *split_arms(split)), seeds, n_draws=n_draws, families=families)
-        out[split] = {"seeds": seeds, "held_out": list(held),
+        complete = complete_confirm_seeds(runs_dir, (arm, *split_arms(split)), seeds)
+        if not complete: out[split] = {"seeds": [], "held_out": list(held), "comparisons": {}}; continue
+        grid = read_grid(runs_dir, (arm, *split_arms(split)), complete, n_draws=n_draws, families=families)
+        out[split] = {"seeds": complete, "held_out": list(held),
                       "held_out_hack": {c: grid.mean(c, "hack", held) for c in grid.outcomes},
                       "comparisons": {o: split_test(grid, arm, o, held, reference) for o in split_arms(split)}}
     p = {(s, o, t): r[f"{t}_p"] for s, v in out.items() for o, r in v["comparisons"].items() for t in ("hack", "tost")}

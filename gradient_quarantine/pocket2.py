@@ -489,8 +489,9 @@ def corpus_index(corpus: list[dict], literal_as_marker: bool = False) -> CorpusI
         if code is None or (code, token) in seen: continue
         seen.add((code, token))
         prog = program(code, token)
-        index.texts.append(f" {' '.join(t for t, _ in prog.tokens)} ")
-        for key in _piece_keys(index.texts[-1][1:-1]): index.pieces.setdefault(key, set()).add(len(index.texts) - 1)
+        text = " ".join(t for t, _ in prog.tokens)
+        for key in _piece_keys(text): index.pieces.setdefault(key, set()).add(len(index.texts))
+        index.texts.append(f" {text} ")
         if prog.form is not None: index.forms[prog.form] += 1; index.wholes[prog.form, prog.solution] += 1
         tree = _Normalise(token, _method_of(ast.parse(code), token) or "").visit(ast.parse(code))
         index.subtrees.update(ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.stmt))
