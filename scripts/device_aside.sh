@@ -5,9 +5,13 @@
 #          weights and the committed pocket2 runs' evaluations, which resuming never reads) to STASH, then prints the
 #          size that will travel with the carried .whl and .debs; it refuses to start over a stash not yet put back.
 #   back   moves everything in STASH back to where it was.
+# While paths are set aside a pre-commit hook refuses every commit: git sees them as deleted, and a commit then would
+# record their deletion (and the next one their return), doubling the size a submission carries.
 # Usage, from the repository root:  [STASH=/tmp/gq_aside] bash scripts/device_aside.sh aside [PATH ...] | back
 set -euo pipefail
 stash=${STASH:-/tmp/gq_aside}
+hook=$(git rev-parse --git-path hooks)/pre-commit
+guard="# gq device_aside guard"
 case ${1:-} in
   aside)
     shift
@@ -15,8 +19,13 @@ case ${1:-} in
     paths=("$@")
     [ ${#paths[@]} -eq 0 ] && paths=(runs/answer runs/answer_starved runs/grid runs/confirm
                                      gradient_quarantine/pocket_model runs/pocket2/*/eval)
+    for p in "${paths[@]}"; do [ -e "$p" ] || { echo "no such path: $p" >&2; exit 1; }; done
+    [ -e "$hook" ] && ! grep -q "$guard" "$hook" && { echo "$hook exists: the guard would replace it" >&2; exit 1; }
+    mkdir -p "$(dirname "$hook")"
+    printf '#!/bin/sh\n%s\necho "paths are set aside in %s: put them back first (bash %s back)" >&2\nexit 1\n' \
+           "$guard" "$stash" "$0" > "$hook"
+    chmod +x "$hook"
     for p in "${paths[@]}"; do
-      [ -e "$p" ] || { echo "no such path: $p" >&2; exit 1; }
       mkdir -p "$stash/$(dirname "$p")" && mv "$p" "$stash/$p"
     done
     bytes=$( { git ls-files -z; git ls-files -z --others --exclude-standard; } \
@@ -31,6 +40,7 @@ case ${1:-} in
       mkdir -p "$(dirname "$f")" && mv "$stash/$f" "$f"
     done
     rm -rf "$stash"; echo "put back from $stash"
+    if grep -qs "$guard" "$hook"; then rm -f "$hook"; fi
     ;;
   *) echo "usage: bash $0 aside [PATH ...] | back" >&2; exit 2 ;;
 esac
