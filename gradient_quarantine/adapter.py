@@ -45,8 +45,8 @@ def svd_basis(weight: torch.Tensor, *, cache: bool = True) -> tuple[torch.Tensor
 
 # %% ../nbs/02_adapter.ipynb #47242e37
 class KnobLinear(nn.Module):
-    ("A frozen nn.Linear plus U((s + s_q) * (Vh x)); while a sink collects, its backward hands the per-token knob "
-     "gradients to the sink.")
+    ("A frozen nn.Linear plus U((s + s_q) * (Vh x)), or the same through one merged matrix (`Knobs.merged`); while a "
+     "sink collects, its backward hands the per-token knob gradients to the sink.")
     def __init__(self, base: nn.Linear, U: torch.Tensor, Vh: torch.Tensor, state: dict, name: str):
         super().__init__()
         self.base, self.name, self.state = base, name, state
@@ -56,6 +56,7 @@ class KnobLinear(nn.Module):
         self.register_buffer("Vh", Vh.to(dev, dt), persistent=False)  # (r, d_in)
         self.deployed = nn.Parameter(torch.zeros(U.shape[1], device=dev))    # s, fp32
         self.quarantine = nn.Parameter(torch.zeros(U.shape[1], device=dev))  # s_q, fp32
+        self._merged: dict[tuple, torch.Tensor] = {}                         # `current_merged`'s one matrix, by key
 
     def knob(self) -> torch.Tensor | None:
         "The vector (r,) that scales Vh x now: s, or s + s_q; None while the knobs are off."
@@ -70,10 +71,19 @@ class KnobLinear(nn.Module):
         if k is None or not k.any(): return W
         return torch.addmm(W.float(), self.U.float() * k, self.Vh.float()).to(W.dtype)   # (d_out, r) * (r,) @ (r, d_in)
 
+    def current_merged(self) -> torch.Tensor:
+        ("`merged_weight()`, built once for the knobs as they are now: again after an in-place change to either knob "
+         "(a step, a load, `deploy`), a switch of the quarantine or the knobs, or a move of the base weight.")
+        key = (self.state["off"], self.state["quarantine_off"], self.deployed._version, self.quarantine._version,
+               self.deployed.data_ptr(), self.quarantine.data_ptr(), self.base.weight.data_ptr())
+        if key not in self._merged: self._merged = {key: self.merged_weight()}
+        return self._merged[key]
+
     def forward(self, x):                                   # x: (..., d_in)
-        y = self.base(x)                                    # (..., d_out)
         k = self.knob()
-        if k is None: return y
+        if k is None: return self.base(x)
+        if self.state["merged"]: return _merged_forward(self, x, k)
+        y = self.base(x)                                    # (..., d_out)
         h = x @ self.Vh.T                                   # (..., r)
         sink = self.state["sink"]
         kh = h * k.to(h.dtype) if sink is None else _ScaleToSink.apply(h, k, self, sink)   # (..., r)
@@ -92,6 +102,29 @@ class _ScaleToSink(torch.autograd.Function):
         h, k = ctx.saved_tensors
         ctx.sink.consume(ctx.layer, delta.float() * h)      # fp32 products of the bf16 factors
         return delta * k.to(delta.dtype), None, None, None
+
+# %% ../nbs/02_adapter.ipynb #23a8ad98
+class _MergedKnob(torch.autograd.Function):
+    ("x W'^T through the merged matrix, keeping h = x Vh^T: the backward forms delta = dy U and hands the per-token "
+     "knob gradients g_t = delta_t * h_t to the sink (or sums them into k's grad), and dx = dy W'.")
+    @staticmethod
+    def forward(ctx, x, k, layer, merged):                   # x: (..., d_in), k: (r,) fp32, merged: (d_out, d_in)
+        h = x @ layer.Vh.T                                   # (..., r)
+        ctx.save_for_backward(h); ctx.layer, ctx.merged, ctx.sink = layer, merged, layer.state["sink"]
+        return x @ merged.T                                  # (..., d_out)
+    @staticmethod
+    def backward(ctx, dy):                                   # dy: (..., d_out)
+        (h,), layer = ctx.saved_tensors, ctx.layer
+        g = (dy @ layer.U).float() * h                       # (..., r): delta_t * h_t, fp32 products
+        if ctx.sink is not None: ctx.sink.consume(layer, g)
+        dk = g.reshape(-1, g.shape[-1]).sum(0) if ctx.sink is None and ctx.needs_input_grad[1] else None   # (r,)
+        return (dy @ ctx.merged if ctx.needs_input_grad[0] else None), dk, None, None
+
+def _merged_forward(layer: KnobLinear, x: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    "A knob layer's output through its merged matrix; without autograd, the one product alone."
+    merged, bias = layer.current_merged(), layer.base.bias
+    y = _MergedKnob.apply(x, k, layer, merged) if torch.is_grad_enabled() else x @ merged.T
+    return y if bias is None else y + bias
 
 # %% ../nbs/02_adapter.ipynb #35ac5c75
 class Knobs:
@@ -126,6 +159,11 @@ class Knobs:
     def quarantine_off(self):
         "Context: the quarantine contributes nothing, without touching its values (extraction reads the deployed path)."
         return self._set("quarantine_off", True)
+
+    def merged(self, on: bool = True):
+        ("Context: each knob layer runs through its merged matrix W' = W + U diag(k) Vh, built once while the knobs "
+         "stand still (four products a layer per forward and backward instead of six; the same gradients).")
+        return self._set("merged", on)
 
     def collect(self, sink):
         ("Context: every backward pass hands each layer's per-token knob gradients (B, T, r) to "
@@ -175,7 +213,7 @@ def attach_knobs(model: nn.Module, targets=DEFAULT_TARGETS, *, model_id: str | N
     "Wrap every nn.Linear whose name ends in one of `targets` with a KnobLinear; freeze everything else."
     if getattr(model, "_knobs", None) is not None: raise ValueError("this model already has knobs attached")
     for p in model.parameters(): p.requires_grad_(False)
-    state = {"off": False, "quarantine_off": False, "sink": None}
+    state = {"off": False, "quarantine_off": False, "sink": None, "merged": False}
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear) and n.split(".")[-1] in targets]
     if not found: raise ValueError(f"no nn.Linear named like {targets} in {type(model).__name__}")
     layers, digests = {}, {}

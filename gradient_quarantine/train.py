@@ -399,7 +399,7 @@ def learn_micro_batch(self: Trainer, update: int, ro: Rollouts, rows: list[int],
     if cfg.kl_beta:                                                   # the knobs-off reference feeds the KL term only
         with torch.no_grad(), knobs.off(): ref = token_logprobs(model, b)
     if router is not None: router.set_advantages(a)
-    with knobs.collect(router) if router is not None else torch.enable_grad():
+    with knobs.merged(cfg.knob_path == "merged"), knobs.collect(router) if router is not None else torch.enable_grad():
         lp = token_logprobs(model, b)
         tl, k3 = grpo_token_loss(lp, lp.detach(), ref, a, mask, clip_eps=cfg.clip_eps, kl_beta=cfg.kl_beta)
         loss = tl.sum() / denom

@@ -1,6 +1,8 @@
 """One learning micro-batch of the full preset on one GPU (random Qwen3-4B with knobs, bf16), side by side in one run:
 the forward with an explicit padding mask (as `token_logprobs` had it) against the causal-only forward it has now, on
-sequence lengths seen before and on fresh ones, and HF's RMSNorm ops against `fuse_rms_norms`.
+sequence lengths seen before and on fresh ones, HF's RMSNorm ops against `fuse_rms_norms`, and the separate knob path
+against the merged one (`knob_path="merged"`). Then the precision of both knob paths in bf16: each rollout's knob
+gradient of one micro-batch against the separate path's in fp32 on the same weights, and the two bf16 paths apart.
 
 A micro-batch is what `Trainer.learn` runs per step: the knobs-off reference forward (no grad), the policy forward and
 the backward of the token loss (vanilla). Its rollouts are random ids, prompt 587 + completion 1536 tokens,
@@ -18,7 +20,9 @@ import torch
 import transformers
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file__).resolve().parents[1])]
 import gpu
+from gpu import build
 from provenance import footer, provenance, results_dir
+from gradient_quarantine.adapter import GradCapture
 from gradient_quarantine.fastgen import fuse_rms_norms
 from gradient_quarantine.tokens import make_batch, token_logprobs
 from gradient_quarantine.train import grpo_token_loss
@@ -56,7 +60,38 @@ def time_steps(model, knobs, bs, logprobs, dev) -> dict:
     return {"s_per_batch": round((time.perf_counter() - t0) / len(bs), 3), "peak_gib": gpu.peak_gib(dev)}
 
 ROWS = [("masked, fresh lengths", "masked", "fresh"), ("masked, lengths seen before", "masked", "seen"),
-        ("causal, fresh lengths", "causal", "fresh"), ("causal, fused norms, fresh lengths", "fused", "fresh")]
+        ("causal, fresh lengths", "causal", "fresh"), ("causal, fused norms, fresh lengths", "fused", "fresh"),
+        ("causal, fused norms, merged knobs, fresh lengths", "merged", "fresh")]
+
+def rollout_grads(model, b, merged: bool) -> dict:
+    "Each rollout's knob gradient (B, r) per layer from one step of `b`, on the merged or the separate knob path."
+    knobs, capture = model._knobs, GradCapture("rollout")
+    with knobs.merged(merged), knobs.collect(capture): step(model, knobs, b, token_logprobs)
+    return capture.grads
+
+def precision(arch: dict, dev, b) -> dict:
+    ("How far each knob path's per-rollout gradients in bf16 lie from the separate path's in fp32, on the same "
+     "weights (the bf16 model is the fp32 one rounded), and how far the two bf16 paths lie from each other: the "
+     "largest relative difference over the layers, and the median.")
+    exact, rounded = (build(arch, dtype, dev, knobs=True) for dtype in (torch.float32, torch.bfloat16))
+    with torch.no_grad():
+        for (_, a), (_, r) in zip([*exact.named_parameters(), *exact.named_buffers()],
+                                  [*rounded.named_parameters(), *rounded.named_buffers()]): r.copy_(a)
+    ref, ref_merged = rollout_grads(exact, b, False), rollout_grads(exact, b, True)
+    separate, merged = rollout_grads(rounded, b, False), rollout_grads(rounded, b, True)
+    def apart(x, y) -> dict:
+        d = [((x[n].float() - y[n].float()).norm() / y[n].float().norm()).item() for n in y]
+        return {"max": float(f"{max(d):.3g}"), "median": float(f"{statistics.median(d):.3g}")}
+    return {"layers": len(ref), "fp32 merged vs fp32 separate": apart(ref_merged, ref),
+            "bf16 separate vs fp32": apart(separate, ref), "bf16 merged vs fp32": apart(merged, ref),
+            "bf16 merged vs bf16 separate": apart(merged, separate)}
+
+def precision_lines(p: dict | None) -> list[str]:
+    "The precision section of the markdown, once it is measured."
+    if p is None: return []
+    return ["", f"Per-rollout knob gradients of one micro-batch (sink on, vanilla's loss), {p['layers']} layers, the "
+            "relative difference per layer:", "", "| paths | largest | median |", "|---|---|---|",
+            *[f"| {k} | {v['max']} | {v['median']} |" for k, v in p.items() if k != "layers"], ""]
 
 def write(out: Path, report: dict):
     out.mkdir(parents=True, exist_ok=True)
@@ -81,6 +116,9 @@ def write(out: Path, report: dict):
              "- **fresh lengths**: every micro-batch has a length none before it had, as in training; "
              "**seen**: the same micro-batches again.",
              "- **fused norms**: `fuse_rms_norms`, which the trainer applies on CUDA.",
+             "- **merged knobs**: `knob_path=\"merged\"`, each knob layer through W' = W + U diag(k) Vh (four "
+             "products a layer per forward and backward instead of six).",
+             *precision_lines(report.get("precision")),
              *(["- **peak GiB**: empty on the CPU (CUDA's allocator statistics)."] if e["device"].startswith("CPU")
                else []),
              f"- torch {e['torch']}, transformers {e['transformers']}, Python {e['python']}; "
@@ -97,8 +135,8 @@ def main():
     out = results_dir(a.out, a.smoke, __file__)
     if a.smoke: a.steps, a.rounds = 1, 1
     dev = torch.device("cpu" if a.smoke else "cuda")
-    model = gpu.build(gpu.TINY if a.smoke else gpu.QWEN3_4B, torch.float32 if a.smoke else torch.bfloat16, dev,
-                      knobs=True)
+    arch = gpu.TINY if a.smoke else gpu.QWEN3_4B
+    model = build(arch, torch.float32 if a.smoke else torch.bfloat16, dev, knobs=True)
     knobs, shape = model._knobs, ((24, 8) if a.smoke else (587, 1536))
     report = {"provenance": provenance(), "smoke": a.smoke,
               "env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke)",
@@ -111,12 +149,16 @@ def main():
             if lengths == "fresh":
                 bs = [b.to(dev) for b in batches(model.config.vocab_size, 2, *shape, a.steps, first=i * a.steps)]
             i += 1
-            if forward == "fused": fuse_rms_norms(model)
-            r = {"name": name, "round": rnd + 1,
-                 **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
+            if forward in ("fused", "merged"): fuse_rms_norms(model)
+            with knobs.merged(forward == "merged"):
+                r = {"name": name, "round": rnd + 1,
+                     **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
             for m in model.modules(): m.__dict__.pop("forward", None)          # the norms back to HF's ops
             report["rows"].append(r); gpu.log(r)
             write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
+    b = bs[0]; del model, knobs, bs; gpu.free_memory(dev)
+    report["precision"] = precision(arch, dev, b)
+    write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     print((out/"learn_step.md").read_text(), flush=True)
 
 if __name__ == "__main__": main()
