@@ -1,7 +1,8 @@
 """One full-preset GRPO update on one GPU: a random Qwen3-4B with knobs, 64 LeetCode prompts x 4 rollouts generated to
 the 1536-token cap (random weights almost never emit end-of-turn: the worst case), with the wall time split into
 generation, grading, loss+backward and optimizer, the peak GPU memory, and the same batch's learning step for vanilla,
-route2b per rollout and route2b per token.
+route2b per rollout and route2b per token. An arm named ARM+merged learns on the merged knob path
+(`knob_path="merged"`), ARM@N in micro-batches of N rollouts (both may be combined: vanilla+merged@4).
 
 On the GPU machine, from the repository root, with the LeetCode files in GQ_DATA_DIR (about 5 minutes):
     export PYTHONPATH=$PWD GQ_DATA_DIR=...; python benchmarks/gpu_update/gpu_update.py --out benchmarks/gpu_update/
@@ -144,14 +145,15 @@ def main():
     ap.add_argument("--arms", nargs="+", default=ARMS,
                     help="learned in this order on the same rollouts; an arm named twice is timed again "
                          "(the first arm meets every sequence length fresh, the later ones do not); ARM@N learns "
-                         "in micro-batches of N rollouts (and N/micro-batch times the padded-token cap)")
+                         "in micro-batches of N rollouts (and N/micro-batch times the padded-token cap); "
+                         "ARM+merged on the merged knob path")
     ap.add_argument("--profile", action="store_true",
                     help="end with a by-kernel profile of one learning micro-batch (vanilla); it runs last, "
                          "as steps after a profile ran slower")
     a = ap.parse_args()
     out, dev = results_dir(a.out, a.smoke, __file__), torch.device("cpu" if a.smoke else "cuda")
     if a.smoke: a.max_new_tokens, a.prompts, a.micro_batch = a.max_new_tokens or 4, a.prompts or 2, a.micro_batch or 2
-    if a.smoke and a.arms == ARMS: a.arms = [*ARMS, "vanilla@1"]                # the smoke takes the @N path too
+    if a.smoke and a.arms == ARMS: a.arms = [*ARMS, "vanilla@1", "route2b/rollout+merged"]   # and @N, +merged
     tok = AutoTokenizer.from_pretrained(POCKET_DIR)
     train_all, test_all = train.load_substrate(train.resolve_config("full"))
     fits = [p for p in train_all[:16 if a.smoke else None]
@@ -207,9 +209,12 @@ def main():
     report["arms"] = []
     for i, name in enumerate(a.arms):
         spec, _, rows = name.partition("@")
+        spec, _, path = spec.partition("+")
+        if path not in ("", "merged"): raise ValueError(f"arm {name!r}: the knob path after '+' can only be 'merged'")
         arm, gran = (spec.split("/") + ["rollout"])[:2]
         label = f"{name}, again" if name in a.arms[:i] else name
-        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran, **micro_batch_of(cfg, rows))
+        trainer.cfg = dataclasses.replace(cfg, arm=arm, granularity=gran, knob_path=path or "separate",
+                                          **micro_batch_of(cfg, rows))
         for p in trainer.knobs.quarantine_parameters(): p.requires_grad_(arm != "vanilla")
         free_memory(dev)
         try: row, _ = trainer.learn(1, ro if i == 0 else as_at_end_of_generation(ro, stand_in_grader))
