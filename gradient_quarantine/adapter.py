@@ -165,6 +165,10 @@ class Knobs:
          "stand still (four products a layer per forward and backward instead of six; the same gradients).")
         return self._set("merged", on)
 
+    def release_merged(self):
+        "Drop every layer's merged matrix (a copy of its weight): after a step it is stale, and generation needs memory."
+        for m in self.layers.values(): m._merged = {}
+
     def collect(self, sink):
         ("Context: every backward pass hands each layer's per-token knob gradients (B, T, r) to "
          "`sink.consume(layer, g)`.")

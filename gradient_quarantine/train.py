@@ -496,6 +496,7 @@ def learn(self: Trainer, update: int, ro: Rollouts) -> tuple[dict | None, list[d
     *totals, live_groups = world.sum_counts(*(sum(s[j] for s in steps) for j in (1, 2, 3)), int(live.sum()))
     t_step = time.perf_counter()
     grad_norm, lr = self.optimizer_step(update, live_groups > 0)
+    self.knobs.release_merged()                                # the knobs moved: the merged matrices are stale
     t_done = time.perf_counter()
     stats = router.stats() if router is not None else {}
     s_grade = ro.grades.waited - waited
