@@ -166,7 +166,7 @@ class Knobs:
         return self._set("merged", on)
 
     def release_merged(self):
-        "Drop every layer's merged matrix (a copy of its weight): after a step it is stale, and generation needs memory."
+        "Drop every layer's merged matrix (a copy of its weight): stale after a step, and generation needs the memory."
         for m in self.layers.values(): m._merged = {}
 
     def collect(self, sink):
