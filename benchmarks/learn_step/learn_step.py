@@ -22,7 +22,6 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file_
 import gpu
 from gpu import build
 from provenance import footer, provenance, results_dir
-from gradient_quarantine.adapter import GradCapture
 from gradient_quarantine.fastgen import fuse_rms_norms
 from gradient_quarantine.tokens import make_batch, token_logprobs
 from gradient_quarantine.train import grpo_token_loss
@@ -62,29 +61,6 @@ def time_steps(model, knobs, bs, logprobs, dev) -> dict:
 ROWS = [("masked, fresh lengths", "masked", "fresh"), ("masked, lengths seen before", "masked", "seen"),
         ("causal, fresh lengths", "causal", "fresh"), ("causal, fused norms, fresh lengths", "fused", "fresh"),
         ("causal, fused norms, merged knobs, fresh lengths", "merged", "fresh")]
-
-def rollout_grads(model, b, merged: bool) -> dict:
-    "Each rollout's knob gradient (B, r) per layer from one step of `b`, on the merged or the separate knob path."
-    knobs, capture = model._knobs, GradCapture("rollout")
-    with knobs.merged(merged), knobs.collect(capture): step(model, knobs, b, token_logprobs)
-    return capture.grads
-
-def precision(arch: dict, dev, b) -> dict:
-    ("How far each knob path's per-rollout gradients in bf16 lie from the separate path's in fp32, on the same "
-     "weights (the bf16 model is the fp32 one rounded), and how far the two bf16 paths lie from each other: the "
-     "largest relative difference over the layers, and the median.")
-    exact, rounded = (build(arch, dtype, dev, knobs=True) for dtype in (torch.float32, torch.bfloat16))
-    with torch.no_grad():
-        for (_, a), (_, r) in zip([*exact.named_parameters(), *exact.named_buffers()],
-                                  [*rounded.named_parameters(), *rounded.named_buffers()]): r.copy_(a)
-    ref, ref_merged = rollout_grads(exact, b, False), rollout_grads(exact, b, True)
-    separate, merged = rollout_grads(rounded, b, False), rollout_grads(rounded, b, True)
-    def apart(x, y) -> dict:
-        d = [((x[n].float() - y[n].float()).norm() / y[n].float().norm()).item() for n in y]
-        return {"max": float(f"{max(d):.3g}"), "median": float(f"{statistics.median(d):.3g}")}
-    return {"layers": len(ref), "fp32 merged vs fp32 separate": apart(ref_merged, ref),
-            "bf16 separate vs fp32": apart(separate, ref), "bf16 merged vs fp32": apart(merged, ref),
-            "bf16 merged vs bf16 separate": apart(merged, separate)}
 
 def precision_lines(p: dict | None) -> list[str]:
     "The precision section of the markdown, once it is measured."
@@ -156,6 +132,7 @@ def main():
             for m in model.modules(): m.__dict__.pop("forward", None)          # the norms back to HF's ops
             report["rows"].append(r); gpu.log(r)
             write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
+    from precision import precision              # it imports this module's step
     b = bs[0]; del model, knobs, bs; gpu.free_memory(dev)
     report["precision"] = precision(arch, dev, b)
     write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
