@@ -9,7 +9,7 @@
 # The LeetCode files travel in a carried folder (.lc, git-excluded; the GPU hosts reach no network), the wheels (.whl)
 # give fastcore and the sandbox's bubblewrap and libseccomp bindings, and .debs libseccomp itself:
 #   mkdir -p .lc && cp ../shared/data/leetcode/* .lc/                               # once, here
-#   GQ_COMMIT=$(git rev-parse HEAD) bash scripts/speed_session.sh learn            # carry .whl .debs .lc
+#   GQ_COMMIT=<HEAD here> bash scripts/speed_session.sh learn     # carry .whl .debs .lc; the copy's .git can be stale
 #   bash scripts/speed_session.sh update
 set -u -o pipefail
 : "${OUT:?OUT must name the folder the results go to}"
