@@ -20,7 +20,6 @@ import torch
 import transformers
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file__).resolve().parents[1])]
 import gpu
-from gpu import build
 from provenance import footer, provenance, results_dir
 from gradient_quarantine.fastgen import fuse_rms_norms
 from gradient_quarantine.tokens import make_batch, token_logprobs
@@ -112,7 +111,7 @@ def main():
     if a.smoke: a.steps, a.rounds = 1, 1
     dev = torch.device("cpu" if a.smoke else "cuda")
     arch = gpu.TINY if a.smoke else gpu.QWEN3_4B
-    model = build(arch, torch.float32 if a.smoke else torch.bfloat16, dev, knobs=True)
+    model = gpu.build(arch, torch.float32 if a.smoke else torch.bfloat16, dev, knobs=True)
     knobs, shape = model._knobs, ((24, 8) if a.smoke else (587, 1536))
     report = {"provenance": provenance(), "smoke": a.smoke,
               "env": {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU (smoke)",
@@ -130,6 +129,7 @@ def main():
                 r = {"name": name, "round": rnd + 1,
                      **time_steps(model, knobs, bs, masked_logprobs if forward == "masked" else token_logprobs, dev)}
             for m in model.modules(): m.__dict__.pop("forward", None)          # the norms back to HF's ops
+            knobs.release_merged()                                              # the merged matrices' memory too
             report["rows"].append(r); gpu.log(r)
             write(out, {**report, "seconds": time.perf_counter() - gpu.T0})
     from precision import precision              # it imports this module's step

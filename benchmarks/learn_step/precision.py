@@ -15,7 +15,6 @@ import torch
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]/"gpu"), str(Path(__file__).resolve().parents[1]),
                 str(Path(__file__).resolve().parent)]
 import gpu
-from gpu import build
 from provenance import footer, provenance, results_dir
 from learn_step import batches, precision_lines, step
 from gradient_quarantine.adapter import GradCapture
@@ -31,7 +30,7 @@ def precision(arch: dict, dev, b) -> dict:
     ("How far each knob path's per-rollout gradients in bf16 lie from the separate path's in fp32, on the same "
      "weights (the bf16 model is the fp32 one rounded), and how far the two bf16 paths lie from each other: the "
      "largest relative difference over the layers, and the median.")
-    exact, rounded = (build(arch, dtype, dev, knobs=True) for dtype in (torch.float32, torch.bfloat16))
+    exact, rounded = (gpu.build(arch, dtype, dev, knobs=True) for dtype in (torch.float32, torch.bfloat16))
     with torch.no_grad():
         for (_, a), (_, r) in zip([*exact.named_parameters(), *exact.named_buffers()],
                                   [*rounded.named_parameters(), *rounded.named_buffers()]): r.copy_(a)
