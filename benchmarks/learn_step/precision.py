@@ -28,14 +28,18 @@ def rollout_grads(model, b, merged: bool) -> dict:
 
 def precision(arch: dict, dev, b) -> dict:
     ("How far each knob path's per-rollout gradients in bf16 lie from the separate path's in fp32, on the same "
-     "weights (the bf16 model is the fp32 one rounded), and how far the two bf16 paths lie from each other: the "
-     "largest relative difference over the layers, and the median.")
-    exact, rounded = (gpu.build(arch, dtype, dev, knobs=True) for dtype in (torch.float32, torch.bfloat16))
-    with torch.no_grad():
-        for (_, a), (_, r) in zip([*exact.named_parameters(), *exact.named_buffers()],
-                                  [*rounded.named_parameters(), *rounded.named_buffers()]): r.copy_(a)
-    ref, ref_merged = rollout_grads(exact, b, False), rollout_grads(exact, b, True)
-    separate, merged = rollout_grads(rounded, b, False), rollout_grads(rounded, b, True)
+     "weights (the fp32 model rounded to bf16, its knobs kept in fp32 as training keeps them), and how far the two "
+     "bf16 paths lie from each other: the largest relative difference over the layers, and the median. One model at "
+     "a time, so that the full configuration fits one GPU.")
+    model = gpu.build(arch, torch.float32, dev, knobs=True)
+    knobs = model._knobs
+    ref, ref_merged = rollout_grads(model, b, False), rollout_grads(model, b, True)
+    knobs.release_merged()
+    with torch.no_grad():                            # weights and bases rounded as a bf16 build has them: the knobs and
+        for n, p in model.named_parameters():       # RoPE's frequencies stay in fp32
+            if not n.endswith((".deployed", ".quarantine")): p.data = p.data.to(torch.bfloat16)
+        for m in knobs.layers.values(): m.U, m.Vh = m.U.to(torch.bfloat16), m.Vh.to(torch.bfloat16)
+    separate, merged = rollout_grads(model, b, False), rollout_grads(model, b, True)
     def apart(x, y) -> dict:
         d = [((x[n].float() - y[n].float()).norm() / y[n].float().norm()).item() for n in y]
         return {"max": float(f"{max(d):.3g}"), "median": float(f"{statistics.median(d):.3g}")}
