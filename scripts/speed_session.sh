@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call of the full preset's speed benchmarks on one GPU, results to $OUT (each stage's output streams to
-# $OUT/<stage>.log). Two stages, each under the 10 minutes a call may take:
+# $OUT/<stage>.log); ask for an H200: the merged knob path holds a bf16 copy of the weights (about 8 GiB) beside the
+# 69 GiB a learning step peaked at. Two stages, each under the 10 minutes a call may take:
 #   learn   benchmarks/learn_step/learn_step.py (the learning micro-batch: masks, fused norms, the merged knob path;
 #           then both knob paths' bf16 precision against fp32 on the full configuration) and floor.py --measure (the
 #           floor at the rate this GPU's bf16 products reach), about 4 minutes;
