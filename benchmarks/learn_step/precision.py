@@ -61,7 +61,6 @@ def main():
     arch = gpu.TINY if a.smoke else {**gpu.QWEN3_4B, "num_hidden_layers": a.layers, "vocab_size": a.vocab}
     prompt, completion = (24, 8) if a.smoke else (a.prompt, a.completion)
     b = batches(arch["vocab_size"], a.rows, prompt, completion, 1)[0].to(dev)
-    torch.manual_seed(0)
     result = precision(arch, dev, b)
     report = {"provenance": provenance(), "smoke": a.smoke, "device": str(dev), "arch": arch, "rows": a.rows,
               "prompt": prompt, "completion": completion, "precision": result,
